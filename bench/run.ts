@@ -1,0 +1,219 @@
+/**
+ * `npm run bench`: Assay against the same clamd used directly, side by side in one run, so the
+ * ratios hold on a shared, noisy machine. Not a test: it prints numbers and checks nothing.
+ *
+ * Scenarios: 4 KB random files at concurrency 8; 10 MB and 100 MB random uploads one at a time.
+ * Every file is fresh random data (clamd caches clean verdicts by hash). Rounds alternate between
+ * the two paths; the best round of each is reported. Assay runs as its own process (the built
+ * `bin/assay.js`), so its peak RSS (VmHWM) is its own.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
+import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { type RunStats, runConcurrently, summarise } from './stats.js';
+
+const MB = 1024 * 1024;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SMALL_FILES = Number(process.env.BENCH_SMALL_FILES ?? 3000);
+const BOUNDARY = 'assay-bench-boundary';
+const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(),
+      );
+    });
+  });
+}
+
+function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}
+
+async function startAssay(
+  socket: string,
+  dataDir: string,
+): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['bin/assay.js', 'serve'], {
+    env: {
+      ...process.env,
+      ASSAY_PORT: String(port),
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_CLAMD: socket,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'bench:bench-secret',
+      ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/health/ready`)).ok) return { url, child };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('assay did not become ready');
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+
+/** One multipart upload of `content`; resolves when the 201 has been read. */
+function uploadToAssay(url: string, content: Buffer): Promise<void> {
+  const head = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v2.2/files`, {
+      method: 'POST',
+      agent,
+      headers: {
+        authorization: AUTH,
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        'content-length': head.length + content.length + tail.length,
+      },
+    });
+    req.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        if (response.statusCode !== 201) {
+          reject(new Error(`assay answered ${response.statusCode}: ${Buffer.concat(chunks)}`));
+        } else resolve();
+      });
+    });
+    req.on('error', reject);
+    req.write(head);
+    req.write(content);
+    req.end(tail);
+  });
+}
+
+/** The same content straight to clamd with INSTREAM, in 1 MiB chunks as a client would send. */
+async function scanDirect(clamd: ClamdClient, content: Buffer): Promise<void> {
+  const scan = clamd.instream();
+  for (let offset = 0; offset < content.length; offset += MB) {
+    await scan.write(content.subarray(offset, offset + MB));
+  }
+  const verdict = await scan.finish();
+  if (verdict.signature !== null) throw new Error(`unexpected finding ${verdict.signature}`);
+}
+
+function fmt(stats: RunStats): string {
+  return (
+    `${stats.perSecond.toFixed(1).padStart(8)} files/s ${stats.mbPerSecond.toFixed(1).padStart(7)} MB/s` +
+    `  p50 ${stats.p50.toFixed(1).padStart(7)} ms  p99 ${stats.p99.toFixed(1).padStart(7)} ms`
+  );
+}
+
+interface Scenario {
+  name: string;
+  size: number;
+  count: number;
+  concurrency: number;
+}
+
+async function main() {
+  const clamdPath = findClamdBinary();
+  if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
+  const work = mkdtempSync(join(tmpdir(), 'assay-bench-'));
+  const logger = pino({ level: 'warn' });
+  const managed = new ManagedClamd({
+    dataDir: join(work, 'clamd'),
+    clamdPath,
+    maxFileSize: 200 * MB,
+    logger,
+  });
+  await managed.start();
+  const clamd = new ClamdClient(managed.address);
+  const socket = managed.address.kind === 'unix' ? managed.address.path : '';
+  const assay = await startAssay(socket, join(work, 'assay'));
+  const pid = assay.child.pid ?? 0;
+  console.log(
+    `assay pid ${pid} at ${assay.url}; clamd pid ${managed.pid}; ${ROUNDS} rounds each\n`,
+  );
+
+  const scenarios: Scenario[] = [
+    { name: '4 KB files, concurrency 8', size: 4096, count: SMALL_FILES, concurrency: 8 },
+    { name: '10 MB uploads, one at a time', size: 10 * MB, count: 5, concurrency: 1 },
+    { name: '100 MB uploads, one at a time', size: 100 * MB, count: 2, concurrency: 1 },
+  ];
+  const ratios: string[] = [];
+  try {
+    // Warm both paths (JIT, connections, clamd's first-scan costs).
+    await runConcurrently(200, 8, () => uploadToAssay(assay.url, randomBytes(4096)));
+    await runConcurrently(200, 8, () => scanDirect(clamd, randomBytes(4096)));
+    for (const scenario of scenarios) {
+      console.log(`== ${scenario.name}`);
+      const best: { direct?: RunStats; assay?: RunStats } = {};
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const path of ['direct', 'assay'] as const) {
+          // Fresh content for every file and every round, generated before the clock starts.
+          const contents = Array.from({ length: Math.min(scenario.count, 64) }, () =>
+            randomBytes(scenario.size),
+          );
+          const next = (i: number) => {
+            const content = contents[i % contents.length] as Buffer;
+            content.writeUInt32LE(i, 0); // unique per file even when buffers are reused
+            content.writeUInt32LE(round * 2 + (path === 'assay' ? 1 : 0), 4);
+            return content;
+          };
+          const { latencies, seconds } = await runConcurrently(
+            scenario.count,
+            scenario.concurrency,
+            (i) =>
+              path === 'direct' ? scanDirect(clamd, next(i)) : uploadToAssay(assay.url, next(i)),
+          );
+          const stats = summarise(latencies, seconds, scenario.size);
+          const memory = path === 'assay' ? `  assay rss ${memoryOf(pid).rssMb.toFixed(0)} MB` : '';
+          console.log(`  round ${round + 1} ${path.padEnd(6)} ${fmt(stats)}${memory}`);
+          if (best[path] === undefined || stats.seconds < (best[path]?.seconds ?? Infinity))
+            best[path] = stats;
+        }
+      }
+      const { direct, assay: viaAssay } = best;
+      if (direct && viaAssay) {
+        const throughput = viaAssay.perSecond / direct.perSecond;
+        const time = viaAssay.p50 / direct.p50;
+        const line =
+          `${scenario.name}: assay/direct throughput ${throughput.toFixed(2)}, ` +
+          `p50 time ${time.toFixed(2)}x (best rounds: direct ${direct.perSecond.toFixed(1)}/s, ` +
+          `assay ${viaAssay.perSecond.toFixed(1)}/s)`;
+        ratios.push(line);
+      }
+      console.log('');
+    }
+    const memory = memoryOf(pid);
+    console.log('== summary');
+    for (const line of ratios) console.log(`  ${line}`);
+    console.log(`  assay peak RSS (VmHWM) over the whole run: ${memory.peakMb.toFixed(0)} MB`);
+  } finally {
+    assay.child.kill('SIGTERM');
+    await new Promise((r) => assay.child.once('exit', r));
+    await managed.stop();
+    rmSync(work, { recursive: true, force: true });
+    agent.destroy();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,360 @@
+import { connect, type Socket } from 'node:net';
+
+export type ClamdAddress =
+  | { kind: 'unix'; path: string }
+  | { kind: 'tcp'; host: string; port: number };
+
+/** Parses `/path/to/clamd.sock` or `tcp://host:port` (IPv6 hosts in brackets). */
+export function parseClamdAddress(value: string): ClamdAddress {
+  if (value.startsWith('/')) return { kind: 'unix', path: value };
+  const match = /^tcp:\/\/(?:\[([0-9A-Fa-f:.]+)\]|([^\s:/[\]]+)):(\d{1,5})$/.exec(value);
+  const host = match?.[1] ?? match?.[2];
+  const port = Number(match?.[3]);
+  if (host === undefined || !(port >= 1 && port <= 65535)) {
+    throw new Error(
+      `Invalid clamd address "${value}": expected an absolute unix socket path (e.g. /run/clamav/clamd.ctl) or tcp://host:port`,
+    );
+  }
+  return { kind: 'tcp', host, port };
+}
+
+export function describeClamdAddress(address: ClamdAddress): string {
+  return address.kind === 'unix' ? address.path : `tcp://${address.host}:${address.port}`;
+}
+
+/** clamd could not scan: unreachable, timed out, closed early, or answered with an error. */
+export class ClamdUnavailableError extends Error {
+  override readonly name = 'ClamdUnavailableError';
+}
+
+export interface ClamdVerdict {
+  /** clamd's name for the match, e.g. `Eicar-Test-Signature.UNOFFICIAL`; null when clean. */
+  signature: string | null;
+}
+
+export interface ClamdVersion {
+  engine: string;
+  databaseVersion: number | null;
+  databaseDate: Date | null;
+}
+
+export interface InstreamScan {
+  /** Sends one chunk; settles once the socket can take more (backpressure). */
+  write(chunk: Buffer): Promise<void>;
+  /** Ends the stream and reads clamd's verdict. */
+  finish(): Promise<ClamdVerdict>;
+  /** Drops the connection; the scan is abandoned. */
+  abort(): void;
+}
+
+export interface ClamdClientOptions {
+  connectTimeoutMs?: number;
+  idleTimeoutMs?: number;
+}
+
+// The `z` forms: NUL-terminated commands and replies.
+const COMMANDS = {
+  PING: Buffer.from('zPING\0'),
+  VERSION: Buffer.from('zVERSION\0'),
+  INSTREAM: Buffer.from('zINSTREAM\0'),
+};
+type Command = keyof typeof COMMANDS;
+const TERMINATOR = Buffer.alloc(4);
+const RESOLVED = Promise.resolve();
+// Small chunks are copied behind their header (one write); large ones go out as a corked writev.
+const COALESCE_MAX = 16 * 1024;
+
+function noop(): void {}
+
+/** A rejected promise that never counts as unhandled: the failure is sticky and surfaces again. */
+function rejection(error: Error): Promise<never> {
+  const promise = Promise.reject(error);
+  promise.catch(noop);
+  return promise;
+}
+
+function errorFromReply(reply: string): ClamdUnavailableError {
+  if (reply.endsWith('ERROR')) return new ClamdUnavailableError(`clamd: ${reply}`);
+  return new ClamdUnavailableError(`unexpected clamd reply: ${JSON.stringify(reply)}`);
+}
+
+function describeSocketError(error: NodeJS.ErrnoException, where: string, sent: number): string {
+  switch (error.code) {
+    case 'ENOENT':
+      return `clamd socket ${where} does not exist (is clamd running?)`;
+    case 'ECONNREFUSED':
+      return `clamd at ${where} refused the connection (is clamd running?)`;
+    case 'EPIPE':
+    case 'ECONNRESET':
+      // Node drops the socket on a write error, sometimes before clamd's reply was read.
+      return `clamd at ${where} closed the connection early (${error.code}) after ${sent} bytes of stream: more than its StreamMaxLength, or clamd stopped`;
+    default:
+      return `clamd at ${where}: ${error.message}`;
+  }
+}
+
+interface Waiter<T> {
+  resolve(value: T): void;
+  reject(error: Error): void;
+}
+
+/**
+ * One clamd connection carrying one `z` command. The reply is read eagerly so that an early
+ * answer (e.g. a size-limit error) is known before the next write, and every socket event is
+ * handled here, so nothing can surface as an unhandled 'error' event.
+ */
+class ClamdConnection {
+  private readonly socket: Socket;
+  private readonly where: string;
+  private readonly received: Buffer[] = [];
+  private reply: string | undefined;
+  private failure: ClamdUnavailableError | undefined;
+  private aborted = false;
+  private closed = false;
+  private sent = 0;
+  private drainWaiter: Waiter<void> | undefined;
+  private replyWaiter: Waiter<string> | undefined;
+
+  constructor(
+    address: ClamdAddress,
+    command: Buffer,
+    connectTimeoutMs: number,
+    idleTimeoutMs: number,
+  ) {
+    this.where = describeClamdAddress(address);
+    const socket =
+      address.kind === 'unix' ? connect(address.path) : connect(address.port, address.host);
+    this.socket = socket;
+    // Without this, Nagle plus delayed ACKs can hold the small terminator back on TCP.
+    socket.setNoDelay(true);
+    // One socket timer serves both phases: connecting, then idle (no bytes either way).
+    socket.setTimeout(connectTimeoutMs);
+    socket.once('connect', () => socket.setTimeout(idleTimeoutMs));
+    socket.on('timeout', () => {
+      this.fail(
+        new ClamdUnavailableError(
+          socket.connecting
+            ? `could not connect to clamd at ${this.where} within ${connectTimeoutMs} ms`
+            : `clamd at ${this.where} was idle for ${idleTimeoutMs} ms`,
+        ),
+      );
+    });
+    socket.on('data', (data: Buffer) => this.onData(data));
+    socket.on('drain', () => {
+      const waiter = this.drainWaiter;
+      this.drainWaiter = undefined;
+      waiter?.resolve();
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      this.fail(
+        new ClamdUnavailableError(describeSocketError(error, this.where, this.sent), {
+          cause: error,
+        }),
+      );
+    });
+    socket.on('end', () => this.onClose());
+    socket.on('close', () => this.onClose());
+    socket.write(command);
+  }
+
+  /** Why nothing more can be sent, if so: clamd already answered (always an error mid-stream) or the socket failed. */
+  private blocked(): ClamdUnavailableError | undefined {
+    if (this.reply !== undefined) return errorFromReply(this.reply);
+    if (this.failure === undefined && this.aborted) {
+      this.failure = new ClamdUnavailableError('scan aborted');
+    }
+    return this.failure;
+  }
+
+  write(chunk: Buffer): Promise<void> {
+    const blocked = this.blocked();
+    if (blocked !== undefined) return rejection(blocked);
+    // A zero length would end the stream early.
+    if (chunk.length === 0) return RESOLVED;
+    this.sent += chunk.length;
+    let room: boolean;
+    if (chunk.length <= COALESCE_MAX) {
+      const framed = Buffer.allocUnsafe(chunk.length + 4);
+      framed.writeUInt32BE(chunk.length, 0);
+      chunk.copy(framed, 4);
+      room = this.socket.write(framed);
+    } else {
+      const header = Buffer.allocUnsafe(4);
+      header.writeUInt32BE(chunk.length, 0);
+      this.socket.cork();
+      this.socket.write(header);
+      room = this.socket.write(chunk);
+      this.socket.uncork();
+    }
+    if (room) return RESOLVED;
+    const promise = new Promise<void>((resolve, reject) => {
+      this.drainWaiter = { resolve, reject };
+    });
+    promise.catch(noop);
+    return promise;
+  }
+
+  /** Sends the zero-length chunk that ends an INSTREAM. */
+  end(): ClamdUnavailableError | undefined {
+    const blocked = this.blocked();
+    if (blocked === undefined) this.socket.write(TERMINATOR);
+    return blocked;
+  }
+
+  /** clamd's reply without its NUL terminator; rejects if the connection fails before one arrives. */
+  readReply(): Promise<string> {
+    if (this.reply !== undefined) return Promise.resolve(this.reply);
+    const failure = this.blocked();
+    if (failure !== undefined) return Promise.reject(failure);
+    return new Promise<string>((resolve, reject) => {
+      this.replyWaiter = { resolve, reject };
+    });
+  }
+
+  destroy(): void {
+    // Errors are built only if someone waits: this runs after every scan.
+    this.aborted = true;
+    this.closed = true;
+    this.socket.destroy();
+    this.settle();
+  }
+
+  private onData(data: Buffer): void {
+    if (this.reply !== undefined) return;
+    this.received.push(data);
+    if (data.includes(0)) this.takeReply();
+  }
+
+  private takeReply(): void {
+    const text = Buffer.concat(this.received).toString('utf8');
+    const end = text.indexOf('\0');
+    this.reply = (end === -1 ? text : text.slice(0, end)).trim();
+    this.received.length = 0;
+    this.settle();
+  }
+
+  private onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    // clamd may close right after an unterminated answer; keep what it said.
+    if (this.reply === undefined && this.received.length > 0) this.takeReply();
+    if (this.reply === undefined && this.failure === undefined) {
+      this.failure = new ClamdUnavailableError(
+        `clamd at ${this.where} closed the connection without a reply`,
+      );
+    }
+    this.settle();
+  }
+
+  private fail(error: ClamdUnavailableError): void {
+    if (this.failure === undefined) this.failure = error;
+    // Anything clamd said before the failure is more telling than the socket error.
+    if (this.reply === undefined && this.received.length > 0) this.takeReply();
+    this.socket.destroy();
+    this.settle();
+  }
+
+  private settle(): void {
+    const drain = this.drainWaiter;
+    const blocked = drain === undefined ? undefined : this.blocked();
+    if (drain !== undefined && blocked !== undefined) {
+      this.drainWaiter = undefined;
+      drain.reject(blocked);
+    }
+    const waiter = this.replyWaiter;
+    if (waiter === undefined) return;
+    if (this.reply !== undefined) {
+      this.replyWaiter = undefined;
+      waiter.resolve(this.reply);
+      return;
+    }
+    const failure = this.blocked();
+    if (failure !== undefined) {
+      this.replyWaiter = undefined;
+      waiter.reject(failure);
+    }
+  }
+}
+
+function parseScanReply(reply: string): ClamdVerdict {
+  if (reply === 'stream: OK') return { signature: null };
+  const found = /^stream: (.+) FOUND$/.exec(reply);
+  if (found?.[1] !== undefined) return { signature: found[1] };
+  throw errorFromReply(reply);
+}
+
+function parseVersion(reply: string): ClamdVersion {
+  // `ClamAV 1.4.6/27000/Sun Nov 22 09:00:00 2026`, or just `ClamAV 1.4.6` without official databases.
+  if (!reply.startsWith('ClamAV ')) throw errorFromReply(reply);
+  const [engine = reply, database, ...date] = reply.split('/');
+  const databaseVersion =
+    database !== undefined && /^\d+$/.test(database) ? Number(database) : null;
+  const databaseDate = date.length > 0 ? new Date(date.join('/')) : null;
+  return {
+    engine,
+    databaseVersion,
+    databaseDate:
+      databaseDate !== null && !Number.isNaN(databaseDate.getTime()) ? databaseDate : null,
+  };
+}
+
+export class ClamdClient {
+  private readonly target: ClamdAddress;
+  private readonly connectTimeoutMs: number;
+  private readonly idleTimeoutMs: number;
+
+  constructor(address: ClamdAddress, options: ClamdClientOptions = {}) {
+    this.target = address;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+  }
+
+  get address(): ClamdAddress {
+    return this.target;
+  }
+
+  async ping(): Promise<void> {
+    const reply = await this.command('PING');
+    if (reply !== 'PONG') throw errorFromReply(reply);
+  }
+
+  async version(): Promise<ClamdVersion> {
+    return parseVersion(await this.command('VERSION'));
+  }
+
+  /** Connects at once, so the connection is ready by the time the first bytes arrive. */
+  instream(): InstreamScan {
+    const connection = this.open('INSTREAM');
+    return {
+      write: (chunk) => connection.write(chunk),
+      finish: async () => {
+        try {
+          const blocked = connection.end();
+          if (blocked !== undefined) throw blocked;
+          return parseScanReply(await connection.readReply());
+        } finally {
+          connection.destroy();
+        }
+      },
+      abort: () => connection.destroy(),
+    };
+  }
+
+  private open(command: Command): ClamdConnection {
+    return new ClamdConnection(
+      this.target,
+      COMMANDS[command],
+      this.connectTimeoutMs,
+      this.idleTimeoutMs,
+    );
+  }
+
+  private async command(command: Command): Promise<string> {
+    const connection = this.open(command);
+    try {
+      return await connection.readReply();
+    } finally {
+      connection.destroy();
+    }
+  }
+}

@@ -1,0 +1,355 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { copyFile, mkdir, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { type ClamdAddress, ClamdClient } from './clamd-client.js';
+
+export interface ClamdLogger {
+  info(o: object, msg?: string): void;
+  warn(o: object, msg?: string): void;
+  error(o: object, msg?: string): void;
+  debug(o: object, msg?: string): void;
+}
+
+export interface ManagedClamdOptions {
+  /** Assay's data dir; clamd's config, socket, database and temp files go to `<dataDir>/clamd/`. */
+  dataDir: string;
+  clamdPath: string;
+  /** Assay's upload limit in bytes; clamd's limits are set above it. */
+  maxFileSize: number;
+  /** Official databases (freshclam's) found here are loaded beside Assay's own. */
+  systemDatabaseDir?: string;
+  logger: ClamdLogger;
+  startTimeoutMs?: number;
+}
+
+/** The limits written to clamd.conf, in bytes. */
+export interface ClamdLimits {
+  streamMaxLength: number;
+  maxFileSize: number;
+  maxScanSize: number;
+}
+
+const MiB = 1024 * 1024;
+// libclamav cannot scan single files of 2 GiB or more and clamps MaxFileSize to this.
+const CLAMD_FILE_SIZE_CAP = 2 ** 31 - 3;
+// A sun_path holds 108 bytes including the NUL.
+const SOCKET_PATH_MAX = 107;
+const RESTART_DELAY_MIN_MS = 500;
+const RESTART_DELAY_MAX_MS = 10_000;
+const STABLE_RUN_MS = 60_000;
+const STOP_GRACE_MS = 10_000;
+const OUTPUT_TAIL_LINES = 20;
+// What libclamav loads from a database directory (CLI_DBEXT in libclamav/readdb.h).
+const DATABASE_FILE =
+  /\.(?:db|hdb|hdu|fp|mdb|mdu|hsb|hsu|sfp|msb|msu|ndb|ndu|ldb|ldu|sdb|zmd|rmd|pdb|gdb|wdb|cbc|ftm|cfg|cvd|cld|cud|cdb|cat|crb|idb|ioc|yar|yara|pwdb|ign|ign2|imp)$/i;
+const SETPRIV = '/usr/bin/setpriv';
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Debian's and the usual source-install locations, then PATH. */
+export function findClamdBinary(): string | null {
+  const known = ['/usr/sbin/clamd', '/usr/bin/clamd', '/usr/local/sbin/clamd'];
+  const onPath = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => dir !== '')
+    .map((dir) => join(dir, 'clamd'));
+  return [...known, ...onPath].find(isExecutableFile) ?? null;
+}
+
+/** Above Assay's upload limit, so an accepted upload never trips clamd's stream limit. */
+export function clamdLimits(maxFileSize: number): ClamdLimits {
+  const stream = maxFileSize + MiB;
+  return {
+    streamMaxLength: stream,
+    maxFileSize: Math.min(stream, CLAMD_FILE_SIZE_CAP),
+    // Containers count with their unpacked contents; 4x keeps clamd's default ratio (100M/400M).
+    maxScanSize: 4 * stream,
+  };
+}
+
+/** `signatures/` at the package root: found from this file both under src/ (tsx) and dist/. */
+function signaturesDir(): string {
+  const start = dirname(fileURLToPath(import.meta.url));
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'signatures');
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
+  }
+}
+
+interface Child {
+  process: ChildProcess;
+  startedAt: number;
+  exited: Promise<string>;
+  exit: string | undefined;
+}
+
+/** Assay's own clamd: a foreground child with its own config and database, restarted if it dies. */
+export class ManagedClamd {
+  readonly address: ClamdAddress;
+  readonly limits: ClamdLimits;
+  private readonly options: ManagedClamdOptions;
+  private readonly dir: string;
+  private readonly socketPath: string;
+  private readonly configPath: string;
+  private readonly outputTail: string[] = [];
+  private child: Child | undefined;
+  private running = false;
+  private restartDelayMs = RESTART_DELAY_MIN_MS;
+  private restartTimer: NodeJS.Timeout | undefined;
+  // The 'exit' listener runs synchronously at process exit, the last chance to take clamd along.
+  private readonly killOnExit = (): void => {
+    this.child?.process.kill('SIGTERM');
+  };
+
+  constructor(options: ManagedClamdOptions) {
+    this.options = options;
+    this.dir = join(resolve(options.dataDir), 'clamd');
+    this.socketPath = join(this.dir, 'clamd.sock');
+    this.configPath = join(this.dir, 'clamd.conf');
+    this.address = { kind: 'unix', path: this.socketPath };
+    this.limits = clamdLimits(options.maxFileSize);
+  }
+
+  get pid(): number | undefined {
+    return this.child?.process.pid;
+  }
+
+  async start(): Promise<void> {
+    if (this.child !== undefined) throw new Error('clamd is already started');
+    if (Buffer.byteLength(this.socketPath) > SOCKET_PATH_MAX) {
+      throw new Error(
+        `clamd socket path ${this.socketPath} is longer than ${SOCKET_PATH_MAX} bytes: use a shorter data dir`,
+      );
+    }
+    // clamd.conf values end at the first blank.
+    if (/\s/.test(this.dir))
+      throw new Error(`clamd cannot use a data dir with blanks: ${this.dir}`);
+    const startedAt = Date.now();
+    await this.prepareFiles();
+    process.on('exit', this.killOnExit);
+    try {
+      await this.waitUntilAnswering(this.spawnChild());
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+    this.running = true;
+    this.options.logger.info(
+      { pid: this.pid, ms: Date.now() - startedAt, socket: this.socketPath },
+      'clamd started',
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (child !== undefined && child.exit === undefined) {
+      child.process.kill('SIGTERM');
+      const kill = setTimeout(() => child.process.kill('SIGKILL'), STOP_GRACE_MS);
+      await child.exited;
+      clearTimeout(kill);
+    }
+    this.child = undefined;
+    process.off('exit', this.killOnExit);
+  }
+
+  private async prepareFiles(): Promise<void> {
+    const tmpDir = join(this.dir, 'tmp');
+    const dbDir = join(this.dir, 'db');
+    // Rebuilt at every start: leftovers of a killed clamd and links to removed databases go.
+    await rm(tmpDir, { recursive: true, force: true });
+    await rm(dbDir, { recursive: true, force: true });
+    await mkdir(tmpDir, { recursive: true });
+    await mkdir(dbDir, { recursive: true });
+
+    const ownDir = signaturesDir();
+    const own = await databaseFiles(ownDir);
+    if (own.length === 0) throw new Error(`no ClamAV database files in ${ownDir}`);
+    for (const file of own) await copyFile(file.path, join(dbDir, file.name));
+    const official: string[] = [];
+    for (const file of await databaseFiles(this.options.systemDatabaseDir ?? '/var/lib/clamav')) {
+      if (own.some((o) => o.name === file.name)) {
+        this.options.logger.warn(
+          { file: file.path },
+          'clamd database name clashes with our own; skipped',
+        );
+        continue;
+      }
+      await symlink(file.path, join(dbDir, file.name));
+      official.push(file.name);
+    }
+    this.options.logger.info(
+      { own: own.map((f) => f.name), official },
+      official.length > 0
+        ? 'clamd databases prepared'
+        : 'clamd databases prepared (no official ones)',
+    );
+    if (this.limits.maxFileSize < this.options.maxFileSize) {
+      this.options.logger.warn(
+        { maxFileSize: this.options.maxFileSize, clamdMaxFileSize: this.limits.maxFileSize },
+        'clamd cannot scan files this large: they will be reported as Heuristics.Limits.Exceeded',
+      );
+    }
+    await writeFile(this.configPath, this.config(tmpDir, dbDir));
+  }
+
+  private config(tmpDir: string, dbDir: string): string {
+    const threads = Math.min(16, Math.max(4, availableParallelism() * 2));
+    return `# Written by Assay at every start of its managed clamd: edits here are lost.
+Foreground yes
+LocalSocket ${this.socketPath}
+LocalSocketMode 660
+FixStaleSocket yes
+TemporaryDirectory ${tmpDir}
+DatabaseDirectory ${dbDir}
+# Output goes to stdout/stderr, which Assay reads into its own log.
+LogSyslog no
+LogTime no
+LogClean no
+MaxThreads ${threads}
+# Every open connection (streaming, queued or scanning) counts; beyond it clamd stops accepting.
+MaxQueue 256
+CommandReadTimeout 30
+# Above the client's idle timeout, so a slow upload is cut by Assay with a clear error first.
+ReadTimeout 120
+SelfCheck 600
+# A concurrent reload would need twice the memory of the official databases.
+ConcurrentDatabaseReload no
+StreamMaxLength ${this.limits.streamMaxLength}
+MaxFileSize ${this.limits.maxFileSize}
+MaxScanSize ${this.limits.maxScanSize}
+# Content over a limit is reported as Heuristics.Limits.Exceeded.*, never passed as clean.
+AlertExceedsMax yes
+`;
+  }
+
+  private spawnChild(): Child {
+    rmSync(this.socketPath, { force: true });
+    const { clamdPath } = this.options;
+    const args = ['-c', this.configPath];
+    // setpriv makes the kernel stop clamd even if Assay dies without running exit handlers (SIGKILL, OOM).
+    const [command, argv] =
+      process.platform === 'linux' && isExecutableFile(SETPRIV)
+        ? [SETPRIV, ['--pdeathsig', 'TERM', '--', clamdPath, ...args]]
+        : [clamdPath, args];
+    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let settle: (exit: string) => void = () => {};
+    const state: Child = {
+      process: child,
+      startedAt: Date.now(),
+      exited: new Promise((resolve) => {
+        settle = resolve;
+      }),
+      exit: undefined,
+    };
+    const gone = (exit: string): void => {
+      if (state.exit !== undefined) return;
+      state.exit = exit;
+      settle(exit);
+      this.onExit(state);
+    };
+    child.once('error', (error) => gone(`could not run ${clamdPath}: ${error.message}`));
+    child.once('exit', (code, signal) =>
+      gone(signal === null ? `exit code ${code}` : `signal ${signal}`),
+    );
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream !== null)
+        createInterface({ input: stream }).on('line', (line) => this.onOutput(line));
+    }
+    this.child = state;
+    return state;
+  }
+
+  private onOutput(line: string): void {
+    if (line.trim() === '') return;
+    this.outputTail.push(line);
+    if (this.outputTail.length > OUTPUT_TAIL_LINES) this.outputTail.shift();
+    const log = /\b(?:error|warning)\b/i.test(line)
+      ? this.options.logger.warn
+      : this.options.logger.debug;
+    log.call(this.options.logger, { pid: this.pid }, `clamd: ${line}`);
+  }
+
+  private onExit(child: Child): void {
+    // During start(), waitUntilAnswering reports the exit; after stop(), it is expected.
+    if (!this.running || this.child !== child) return;
+    if (Date.now() - child.startedAt >= STABLE_RUN_MS) this.restartDelayMs = RESTART_DELAY_MIN_MS;
+    this.scheduleRestart({
+      pid: child.process.pid,
+      exit: child.exit,
+      output: this.outputTail.slice(-5),
+    });
+  }
+
+  private scheduleRestart(details: object): void {
+    const delayMs = this.restartDelayMs;
+    this.restartDelayMs = Math.min(2 * delayMs, RESTART_DELAY_MAX_MS);
+    this.options.logger.warn({ ...details, restartInMs: delayMs }, 'clamd stopped; restarting');
+    this.restartTimer = setTimeout(() => {
+      if (!this.running) return;
+      try {
+        this.options.logger.warn({ pid: this.spawnChild().process.pid }, 'clamd restarted');
+      } catch (error) {
+        // spawn() throws for some errors (e.g. ENOMEM) instead of emitting 'error'.
+        this.scheduleRestart({ error: String(error) });
+      }
+    }, delayMs);
+  }
+
+  private async waitUntilAnswering(child: Child): Promise<void> {
+    const timeoutMs = this.options.startTimeoutMs ?? 120_000;
+    const deadline = Date.now() + timeoutMs;
+    // Short timeouts per attempt: clamd may accept connections before its database is loaded.
+    const client = new ClamdClient(this.address, { connectTimeoutMs: 1_000, idleTimeoutMs: 2_000 });
+    while (child.exit === undefined) {
+      try {
+        await client.ping();
+        return;
+      } catch {
+        // Not up yet.
+      }
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `clamd did not answer PING within ${timeoutMs} ms: ${this.describeOutput()}`,
+        );
+      }
+      await Promise.race([sleep(100), child.exited]);
+    }
+    throw new Error(`clamd exited during start (${child.exit}): ${this.describeOutput()}`);
+  }
+
+  private describeOutput(): string {
+    return this.outputTail.length > 0 ? this.outputTail.join(' | ') : '(no output)';
+  }
+}
+
+async function databaseFiles(dir: string): Promise<{ name: string; path: string }[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const files: { name: string; path: string }[] = [];
+  for (const name of names.sort()) {
+    if (!DATABASE_FILE.test(name)) continue;
+    const path = join(dir, name);
+    // stat follows links, as clamd will.
+    if ((await stat(path).catch(() => null))?.isFile()) files.push({ name, path });
+  }
+  return files;
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Principal } from '../../accounts/account-service.js';
+import { HttpError } from '../http-error.js';
+
+const CHALLENGE = { 'www-authenticate': 'Basic realm="Assay", charset="UTF-8"' };
+
+function unauthorized(message: string): HttpError {
+  return new HttpError(401, message, CHALLENGE);
+}
+
+/** Splits `Authorization: Basic base64(user:password)`; null when absent or malformed. */
+export function parseBasic(header: string | undefined): { user: string; password: string } | null {
+  if (header === undefined) return null;
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (match?.[1] === undefined) return null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return null;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * Decorates requests with `principal` and provides `authenticate`, the onRequest hook of every
+ * protected scope: it runs before any body is read, so an unauthenticated upload costs nothing.
+ */
+export const authentication = fp(async (app: FastifyInstance) => {
+  app.decorateRequest('principal', null);
+  app.decorate('authenticate', async (request: FastifyRequest): Promise<void> => {
+    const credentials = parseBasic(request.headers.authorization);
+    if (credentials === null) {
+      throw unauthorized('authentication required: HTTP Basic with an API key and secret');
+    }
+    const principal: Principal | null = await app.services.accounts.authenticate(
+      credentials.user,
+      credentials.password,
+    );
+    if (principal === null) throw unauthorized('invalid credentials, or the key is disabled');
+    request.principal = principal;
+  });
+});
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    authenticate: (request: FastifyRequest) => Promise<void>;
+  }
+}
+
+/** The principal of an authenticated route; a route without the hook is a programming error. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (request.principal === null) throw new Error('route is missing the authenticate hook');
+  return request.principal;
+}

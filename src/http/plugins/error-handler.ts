@@ -1,0 +1,97 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  ContentTooLargeError,
+  EmptyContentError,
+  EngineUnavailableError,
+} from '../../processing/errors.js';
+import { HttpError } from '../http-error.js';
+
+interface ClientError {
+  statusCode: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** Maps every failure to a status code and a `{"error"}` body; unknown errors become a bare 500. */
+function classify(error: FastifyError | Error): ClientError | null {
+  if (error instanceof HttpError) {
+    return { statusCode: error.statusCode, message: error.message, headers: error.headers };
+  }
+  if (error instanceof EmptyContentError) return { statusCode: 400, message: error.message };
+  if (error instanceof ContentTooLargeError) return { statusCode: 413, message: error.message };
+  if (error instanceof EngineUnavailableError) {
+    return { statusCode: 503, message: error.message, headers: { 'retry-after': '5' } };
+  }
+  const code = (error as FastifyError).code;
+  if (code === 'FST_REQ_FILE_TOO_LARGE')
+    return { statusCode: 413, message: 'the content is too large' };
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { statusCode: 400, message: 'the request must be multipart/form-data' };
+  }
+  const statusCode = (error as FastifyError).statusCode;
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+    return { statusCode, message: error.message };
+  }
+  // busboy's complaints about broken multipart bodies carry no status code.
+  if (/multipart|boundary|part terminated|unexpected end of form|malformed/i.test(error.message)) {
+    return { statusCode: 400, message: `malformed multipart body: ${error.message}` };
+  }
+  return null;
+}
+
+/** Path patterns of every route, to tell a wrong method (405) from an unknown path (404). */
+function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set<string> }> {
+  const table = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if (route.url === '*' || route.url.endsWith('/*')) return;
+    const methods = table.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    table.set(route.url, methods);
+  });
+  const compiled: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+  app.addHook('onReady', async () => {
+    for (const [url, methods] of table) {
+      const source = url
+        .split('/')
+        .map((segment) =>
+          segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+        )
+        .join('/');
+      compiled.push({ pattern: new RegExp(`^${source}/?$`), methods });
+    }
+  });
+  return compiled;
+}
+
+export const errorHandler = fp(async (app: FastifyInstance) => {
+  const routes = routeTable(app);
+
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const known = classify(error);
+    if (known === null) {
+      request.log.error({ err: error }, 'request failed');
+    } else if (known.statusCode >= 500) {
+      request.log.warn({ err: error }, known.message);
+    }
+    // Stop reading an upload we have given up on instead of draining the rest of it.
+    if (!request.raw.complete) reply.header('connection', 'close');
+    return reply
+      .code(known?.statusCode ?? 500)
+      .headers(known?.headers ?? {})
+      .send({ error: known?.message ?? 'internal error' });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const match = routes.find((route) => route.pattern.test(path));
+    if (match !== undefined) {
+      const allowed = [...match.methods].sort().join(', ');
+      return reply
+        .code(405)
+        .header('allow', allowed)
+        .send({ error: `method ${request.method} is not allowed here; use ${allowed}` });
+    }
+    return reply.code(404).send({ error: `no resource at ${path}` });
+  });
+});

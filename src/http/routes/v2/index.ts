@@ -1,0 +1,21 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance } from 'fastify';
+import type { ApiVersion } from '../../render.js';
+import createFile from './create-file.js';
+import getFile from './get-file.js';
+import ping from './ping.js';
+
+export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
+
+/** One version's routes; every route in this scope needs credentials. */
+export default async function v2Routes(app: FastifyInstance, options: { version: ApiVersion }) {
+  app.addHook('onRequest', app.authenticate);
+  await app.register(multipart);
+  // Any other body type reaches the route unread, which answers 400 rather than Fastify's 415.
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  await app.register(ping);
+  // Only the version: passing `options` whole would apply its prefix a second time.
+  const { version } = options;
+  await app.register(createFile, { version });
+  await app.register(getFile, { version });
+}

@@ -1,0 +1,23 @@
+/** Domain failures; the HTTP layer maps each to a status code in one place. */
+
+export class EmptyContentError extends Error {
+  constructor() {
+    super('the content is empty: nothing to process');
+  }
+}
+
+export class ContentTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the content exceeds the limit of ${limit} bytes`);
+  }
+}
+
+/** An engine could not give a verdict; the content must not be reported clean. */
+export class EngineUnavailableError extends Error {
+  constructor(
+    readonly engine: string,
+    readonly reason: string,
+  ) {
+    super(`the ${engine} engine could not scan the content (${reason}); nothing was processed`);
+  }
+}

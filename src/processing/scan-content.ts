@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import type { FindingsStyle } from '../config.js';
+import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
+import { clamdSignatureToFinding } from '../engines/clamav/findings.js';
+import { type ContentTypeDetector, SNIFF_BYTES } from '../engines/content-type.js';
+import { ContentTooLargeError, EmptyContentError, EngineUnavailableError } from './errors.js';
+
+/** Everything the engines say about one piece of content. */
+export interface ContentVerdict {
+  checksum: string;
+  sha256: string;
+  contentLength: number;
+  contentType: string;
+  findings: string[];
+}
+
+export interface ScanOptions {
+  maxBytes: number;
+}
+
+/**
+ * Scans content in one streaming pass: SHA-1 and SHA-256, the media type from the first bytes, and
+ * clamd's INSTREAM, with backpressure from clamd to the source. The content is never held whole.
+ */
+export class ContentScanner {
+  constructor(
+    private readonly clamd: ClamdClient,
+    private readonly detector: ContentTypeDetector,
+    private readonly findingsStyle: FindingsStyle,
+  ) {}
+
+  async scan(source: AsyncIterable<Buffer>, options: ScanOptions): Promise<ContentVerdict> {
+    const sha1 = createHash('sha1');
+    const sha256 = createHash('sha256');
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    let length = 0;
+    const instream = this.clamd.instream();
+    try {
+      for await (const chunk of source) {
+        length += chunk.length;
+        if (length > options.maxBytes) throw new ContentTooLargeError(options.maxBytes);
+        sha1.update(chunk);
+        sha256.update(chunk);
+        if (headBytes < SNIFF_BYTES) {
+          head.push(chunk);
+          headBytes += chunk.length;
+        }
+        await instream.write(chunk);
+      }
+      if (length === 0) throw new EmptyContentError();
+      const verdict = await instream.finish();
+      return {
+        checksum: sha1.digest('hex'),
+        sha256: sha256.digest('hex'),
+        contentLength: length,
+        contentType: this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES)),
+        findings:
+          verdict.signature === null
+            ? []
+            : [clamdSignatureToFinding(verdict.signature, this.findingsStyle)],
+      };
+    } catch (error) {
+      instream.abort();
+      if (error instanceof ClamdUnavailableError) {
+        throw new EngineUnavailableError('malware', error.message);
+      }
+      throw error;
+    }
+  }
+}

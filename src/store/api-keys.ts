@@ -1,0 +1,61 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ApiKey, DetectionCategory } from './records.js';
+import type { ApiKeysTable, Database } from './schema.js';
+
+function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    secretHash: row.secret_hash,
+    active: row.active === 1,
+    tags: JSON.parse(row.tags) as string[],
+    detectionCategories: JSON.parse(row.detection_categories) as DetectionCategory[],
+    creationDate: row.creation_date,
+    lastSeenDate: row.last_seen_date,
+  };
+}
+
+export class ApiKeyRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(key: ApiKey): Promise<void> {
+    await this.db
+      .insertInto('api_keys')
+      .values({
+        id: key.id,
+        account_id: key.accountId,
+        secret_hash: key.secretHash,
+        active: key.active ? 1 : 0,
+        tags: JSON.stringify(key.tags),
+        detection_categories: JSON.stringify(key.detectionCategories),
+        creation_date: key.creationDate,
+        last_seen_date: key.lastSeenDate,
+      })
+      .execute();
+  }
+
+  async find(id: string): Promise<ApiKey | null> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? toApiKey(row) : null;
+  }
+
+  async list(accountId?: string): Promise<ApiKey[]> {
+    let query = this.db.selectFrom('api_keys').selectAll().orderBy('creation_date');
+    if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+    return (await query.execute()).map(toApiKey);
+  }
+
+  /** Returns false when no such key exists. */
+  async setActive(id: string, active: boolean): Promise<boolean> {
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({ active: active ? 1 : 0 })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+}

@@ -1,0 +1,43 @@
+/** What the store hands to the domain: plain records, no SQL types. */
+
+export const DETECTION_CATEGORIES = ['MALWARE', 'NSFW_LANGUAGE', 'NSFW_IMAGE'] as const;
+export type DetectionCategory = (typeof DETECTION_CATEGORIES)[number];
+
+export interface Account {
+  id: string;
+  name: string;
+  billingEmail: string;
+  subscription: string;
+  balance: number;
+  startingBalance: number;
+  enforceBalance: boolean;
+  creationDate: string;
+  modificationDate: string;
+}
+
+export interface ApiKey {
+  id: string;
+  accountId: string;
+  secretHash: string;
+  active: boolean;
+  tags: string[];
+  detectionCategories: DetectionCategory[];
+  creationDate: string;
+  lastSeenDate: string | null;
+}
+
+export interface StoredFile {
+  id: string;
+  accountId: string;
+  apiKeyId: string;
+  checksum: string | null;
+  sha256: string | null;
+  contentLength: number | null;
+  contentType: string | null;
+  /** null only together with `error`: an item without a verdict never reads as clean. */
+  findings: string[] | null;
+  metadata: Record<string, string>;
+  callback: string | null;
+  error: string | null;
+  creationDate: string;
+}

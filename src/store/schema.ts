@@ -1,0 +1,50 @@
+// Portable column types: booleans as 0/1 integers, dates as ISO 8601 text, JSON as text, so the
+// same queries run on SQLite and PostgreSQL.
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  billing_email: string;
+  subscription: string;
+  balance: number;
+  starting_balance: number;
+  enforce_balance: number;
+  creation_date: string;
+  modification_date: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  secret_hash: string;
+  active: number;
+  /** JSON array of strings. */
+  tags: string;
+  /** JSON array of detection categories. */
+  detection_categories: string;
+  creation_date: string;
+  last_seen_date: string | null;
+}
+
+export interface FilesTable {
+  id: string;
+  account_id: string;
+  api_key_id: string;
+  checksum: string | null;
+  sha256: string | null;
+  content_length: number | null;
+  content_type: string | null;
+  /** JSON array of finding identifiers; null when the item has no verdict (see `error`). */
+  findings: string | null;
+  /** JSON object of string to string. */
+  metadata: string;
+  callback: string | null;
+  error: string | null;
+  creation_date: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  files: FilesTable;
+}

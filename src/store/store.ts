@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  SqliteDialect,
+  sql,
+} from 'kysely';
+import { AccountRepository } from './accounts.js';
+import { ApiKeyRepository } from './api-keys.js';
+import { FileRepository } from './files.js';
+import * as initial from './migrations/0001-initial.js';
+import type { Database } from './schema.js';
+
+/** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
+const migrations: Record<string, Migration> = { '0001-initial': initial };
+
+class StaticMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrations;
+  }
+}
+
+/** The one door to persistence: repositories over one Kysely instance, whatever the dialect. */
+export class Store {
+  readonly accounts: AccountRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly files: FileRepository;
+
+  constructor(readonly db: Kysely<Database>) {
+    this.accounts = new AccountRepository(db);
+    this.apiKeys = new ApiKeyRepository(db);
+    this.files = new FileRepository(db);
+  }
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: new StaticMigrationProvider() });
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((result) => result.status === 'Error');
+    if (error !== undefined || failed !== undefined) {
+      const name = failed ? ` (${failed.migrationName})` : '';
+      throw new Error(`database migration failed${name}: ${String(error)}`);
+    }
+  }
+
+  /** Readiness probe: a round trip to the database. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+/** Opens (creating if needed) the embedded SQLite database in the data dir and migrates it. */
+export async function openSqliteStore(dataDir: string): Promise<Store> {
+  mkdirSync(dataDir, { recursive: true });
+  const database = new SQLite(join(dataDir, 'assay.db'));
+  // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode.
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  const store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }));
+  await store.migrate();
+  return store;
+}

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { basic, buildService, startSharedClamd, tempDir } from '../helpers/service.js';
+
+/** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
+function assay(dataDir: string, ...args: string[]) {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { ...process.env, ASSAY_DATA_DIR: dataDir },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
+}
+
+let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
+before(async () => {
+  clamd = await startSharedClamd();
+});
+after(async () => {
+  await clamd.stop();
+});
+
+describe('assay admin', () => {
+  test('creates an account and a key whose secret works once printed; disable gives 401', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const account = assay(
+      svc.dataDir,
+      'admin',
+      'account',
+      'create',
+      '--name',
+      'Example Ltd',
+      '--json',
+    );
+    assert.equal(account.status, 0, account.stderr);
+    const accountId = JSON.parse(account.stdout).id as string;
+    assert.match(accountId, /^[0-9a-f]{32}$/);
+
+    const created = assay(svc.dataDir, 'admin', 'key', 'create', '--account', accountId, '--json');
+    assert.equal(created.status, 0, created.stderr);
+    const { key, secret } = JSON.parse(created.stdout) as { key: string; secret: string };
+    assert.match(key, /^[0-9a-f]{32}$/);
+    assert.ok(secret.length >= 22, 'at least 128 bits');
+
+    const ping = await fetch(`${svc.url}/v2.2/ping`, {
+      headers: { authorization: basic(key, secret) },
+    });
+    assert.deepEqual(await ping.json(), { message: 'pong', key });
+
+    const listed = assay(svc.dataDir, 'admin', 'key', 'list', '--account', accountId, '--json');
+    assert.equal(listed.status, 0);
+    assert.doesNotMatch(listed.stdout, new RegExp(secret.replace(/[-]/g, '\\-')));
+    assert.doesNotMatch(listed.stdout, /secret/i);
+    const keys = JSON.parse(listed.stdout) as Array<{ id: string; active: boolean }>;
+    assert.deepEqual(
+      keys.map((k) => [k.id, k.active]),
+      [[key, true]],
+    );
+
+    assert.equal(assay(svc.dataDir, 'admin', 'key', 'disable', key).status, 0);
+    const refused = await fetch(`${svc.url}/v2.2/ping`, {
+      headers: { authorization: basic(key, secret) },
+    });
+    assert.equal(refused.status, 401);
+
+    assert.equal(assay(svc.dataDir, 'admin', 'key', 'enable', key).status, 0);
+    const again = await fetch(`${svc.url}/v2.2/ping`, {
+      headers: { authorization: basic(key, secret) },
+    });
+    assert.equal(again.status, 200);
+  });
+
+  test('clear errors for unknown accounts and keys', () => {
+    const dataDir = tempDir();
+    try {
+      const noAccount = assay(dataDir, 'admin', 'key', 'create', '--account', 'f'.repeat(32));
+      assert.equal(noAccount.status, 1);
+      assert.match(noAccount.stderr, /no account/);
+      const noKey = assay(dataDir, 'admin', 'key', 'disable', 'f'.repeat(32));
+      assert.equal(noKey.status, 1);
+      assert.match(noKey.stderr, /no API key/);
+      const missingName = assay(dataDir, 'admin', 'account', 'create');
+      assert.notEqual(missingName.status, 0);
+      assert.match(missingName.stderr, /--name/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('configuration from ASSAY_* variables', () => {
+  test('defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 4000);
+    assert.equal(config.maxFileSize, 100 * 1024 * 1024);
+    assert.equal(config.headerBrand, 'Service');
+    assert.deepEqual(config.clamd, { mode: 'managed' });
+    assert.equal(config.publicUrl, null);
+    assert.equal(config.bootstrapCredentials, null);
+    assert.equal(config.findingsStyle, 'content');
+    assert.match(config.hostId, /^[0-9a-f]{8}$/);
+    assert.ok(config.dataDir.endsWith('/data'));
+  });
+
+  test('valid values are taken', () => {
+    const config = loadConfig({
+      ASSAY_PORT: '8080',
+      ASSAY_CLAMD: 'tcp://10.1.2.3:3310',
+      ASSAY_PUBLIC_URL: 'https://scan.example.com/',
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:se:cret',
+      ASSAY_FINDINGS_STYLE: 'av',
+    });
+    assert.equal(config.port, 8080);
+    assert.deepEqual(config.clamd, { mode: 'external', address: 'tcp://10.1.2.3:3310' });
+    assert.equal(config.publicUrl, 'https://scan.example.com');
+    assert.deepEqual(config.bootstrapCredentials, { keyId: 'key', secret: 'se:cret' });
+    assert.equal(config.findingsStyle, 'av');
+  });
+
+  const bad: Array<[string, string]> = [
+    ['ASSAY_PORT', 'eighty'],
+    ['ASSAY_PORT', '70000'],
+    ['ASSAY_MAX_FILE_SIZE', '-1'],
+    ['ASSAY_MAX_FILE_SIZE', '0'],
+    ['ASSAY_CLAMD', 'clamd.sock'],
+    ['ASSAY_PUBLIC_URL', 'not a url'],
+    ['ASSAY_PUBLIC_URL', 'ftp://example.com'],
+    ['ASSAY_HEADER_BRAND', 'Bad Brand'],
+    ['ASSAY_BOOTSTRAP_CREDENTIALS', 'no-secret'],
+    ['ASSAY_BOOTSTRAP_CREDENTIALS', ':secret'],
+    ['ASSAY_FINDINGS_STYLE', 'fancy'],
+    ['ASSAY_LOG_LEVEL', 'loud'],
+  ];
+  for (const [name, value] of bad) {
+    test(`${name}=${value} is refused with a message naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message.includes(name),
+      );
+    });
+  }
+
+  test('`assay serve` with a bad value exits non-zero, naming the variable', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      env: { ...process.env, ASSAY_PORT: 'nope' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 1);
+    assert.match(result.stderr, /configuration error: ASSAY_PORT/);
+  });
+});
