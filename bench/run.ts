@@ -48,7 +48,9 @@ async function startAssay(
   dataDir: string,
 ): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['bin/assay.js', 'serve'], {
+  // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
+  const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/assay.js', 'serve'], {
     env: {
       ...process.env,
       ASSAY_PORT: String(port),
@@ -69,6 +71,17 @@ async function startAssay(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('assay did not become ready');
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+}
+
+function cpuNow(pids: number[]): number[] {
+  const own = process.cpuUsage();
+  return [...pids.map(cpuSeconds), (own.user + own.system) / 1e6];
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
@@ -155,12 +168,15 @@ async function main() {
     { name: '10 MB uploads, one at a time', size: 10 * MB, count: 5, concurrency: 1 },
     { name: '100 MB uploads, one at a time', size: 100 * MB, count: 2, concurrency: 1 },
   ];
+  // BENCH_ONLY=4kb (a word of the scenario's name) runs just the matching scenarios.
+  const only = process.env.BENCH_ONLY?.toLowerCase();
+  const selected = scenarios.filter((s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only));
   const ratios: string[] = [];
   try {
     // Warm both paths (JIT, connections, clamd's first-scan costs).
     await runConcurrently(200, 8, () => uploadToAssay(assay.url, randomBytes(4096)));
     await runConcurrently(200, 8, () => scanDirect(clamd, randomBytes(4096)));
-    for (const scenario of scenarios) {
+    for (const scenario of selected) {
       console.log(`== ${scenario.name}`);
       const best: { direct?: RunStats; assay?: RunStats } = {};
       for (let round = 0; round < ROUNDS; round++) {
@@ -175,6 +191,7 @@ async function main() {
             content.writeUInt32LE(round * 2 + (path === 'assay' ? 1 : 0), 4);
             return content;
           };
+          const cpuBefore = cpuNow([pid, managed.pid ?? 0]);
           const { latencies, seconds } = await runConcurrently(
             scenario.count,
             scenario.concurrency,
@@ -182,8 +199,11 @@ async function main() {
               path === 'direct' ? scanDirect(clamd, next(i)) : uploadToAssay(assay.url, next(i)),
           );
           const stats = summarise(latencies, seconds, scenario.size);
+          const cpu = cpuNow([pid, managed.pid ?? 0]).map((after, i) => ((after - (cpuBefore[i] ?? 0)) * 1000) / scenario.count);
+          const [assayCpu, clamdCpu, clientCpu] = cpu.map((ms) => ms.toFixed(2));
           const memory = path === 'assay' ? `  assay rss ${memoryOf(pid).rssMb.toFixed(0)} MB` : '';
           console.log(`  round ${round + 1} ${path.padEnd(6)} ${fmt(stats)}${memory}`);
+          console.log(`          cpu ms/file: assay ${assayCpu}  clamd ${clamdCpu}  bench client ${clientCpu}`);
           if (best[path] === undefined || stats.seconds < (best[path]?.seconds ?? Infinity))
             best[path] = stats;
         }

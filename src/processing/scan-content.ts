@@ -54,7 +54,7 @@ export class ContentScanner {
         checksum: sha1.digest('hex'),
         sha256: sha256.digest('hex'),
         contentLength: length,
-        contentType: this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES)),
+        contentType: this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), length <= SNIFF_BYTES),
         findings:
           verdict.signature === null
             ? []

@@ -6,7 +6,9 @@ import {
   type Migration,
   type MigrationProvider,
   Migrator,
+  type SqliteDatabase,
   SqliteDialect,
+  type SqliteStatement,
   sql,
 } from 'kysely';
 import { AccountRepository } from './accounts.js';
@@ -56,6 +58,29 @@ export class Store {
   }
 }
 
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running a small one, so statements
+ * are kept by their SQL text. Queries are built from a fixed set of shapes, so the cache stays
+ * small; the bound only guards against an unforeseen stream of distinct texts.
+ */
+function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
+  return {
+    close: () => database.close(),
+    prepare(text: string): SqliteStatement {
+      let statement = statements.get(text);
+      if (statement === undefined) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        statement = database.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 /** Opens (creating if needed) the embedded SQLite database in the data dir and migrates it. */
 export async function openSqliteStore(dataDir: string): Promise<Store> {
   mkdirSync(dataDir, { recursive: true });
@@ -65,7 +90,7 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }));
+  const store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }));
   await store.migrate();
   return store;
 }
