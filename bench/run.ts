@@ -170,7 +170,9 @@ async function main() {
   ];
   // BENCH_ONLY=4kb (a word of the scenario's name) runs just the matching scenarios.
   const only = process.env.BENCH_ONLY?.toLowerCase();
-  const selected = scenarios.filter((s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only));
+  const selected = scenarios.filter(
+    (s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only),
+  );
   const ratios: string[] = [];
   try {
     // Warm both paths (JIT, connections, clamd's first-scan costs).
@@ -199,11 +201,15 @@ async function main() {
               path === 'direct' ? scanDirect(clamd, next(i)) : uploadToAssay(assay.url, next(i)),
           );
           const stats = summarise(latencies, seconds, scenario.size);
-          const cpu = cpuNow([pid, managed.pid ?? 0]).map((after, i) => ((after - (cpuBefore[i] ?? 0)) * 1000) / scenario.count);
+          const cpu = cpuNow([pid, managed.pid ?? 0]).map(
+            (after, i) => ((after - (cpuBefore[i] ?? 0)) * 1000) / scenario.count,
+          );
           const [assayCpu, clamdCpu, clientCpu] = cpu.map((ms) => ms.toFixed(2));
           const memory = path === 'assay' ? `  assay rss ${memoryOf(pid).rssMb.toFixed(0)} MB` : '';
           console.log(`  round ${round + 1} ${path.padEnd(6)} ${fmt(stats)}${memory}`);
-          console.log(`          cpu ms/file: assay ${assayCpu}  clamd ${clamdCpu}  bench client ${clientCpu}`);
+          console.log(
+            `          cpu ms/file: assay ${assayCpu}  clamd ${clamdCpu}  bench client ${clientCpu}`,
+          );
           if (best[path] === undefined || stats.seconds < (best[path]?.seconds ?? Infinity))
             best[path] = stats;
         }

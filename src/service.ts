@@ -58,32 +58,35 @@ export async function startService(
     logger.info({ key: keyId, outcome }, 'bootstrap credentials');
   }
   let managedClamd: ManagedClamd | null = null;
+  let detector: ContentTypeDetector | null = null;
+  const release = async () => {
+    await detector?.close();
+    await managedClamd?.stop();
+    await store.close();
+  };
   try {
     managedClamd = await startClamd(config, logger);
     const clamd = new ClamdClient(
       managedClamd?.address ??
         parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
     );
-    const scanner = new ContentScanner(
-      clamd,
-      await ContentTypeDetector.create(),
-      config.findingsStyle,
-    );
+    detector = await ContentTypeDetector.create((message) => logger.warn(message));
+    const scanner = new ContentScanner(clamd, detector, config.findingsStyle);
     const processor = new ContentProcessor(store, scanner, config.maxFileSize);
     const app = await buildApp({ config, store, accounts, processor, clamd }, logger);
     const url = await app.listen({ host: config.host, port: config.port });
+    let stopped: Promise<void> | null = null;
     return {
       url,
       managedClamd,
-      async stop() {
-        await app.close();
-        await managedClamd?.stop();
-        await store.close();
+      stop() {
+        // Idempotent: a signal and a caller may both ask.
+        stopped ??= app.close().then(release);
+        return stopped;
       },
     };
   } catch (error) {
-    await managedClamd?.stop();
-    await store.close();
+    await release();
     throw error;
   }
 }

@@ -35,6 +35,10 @@ export class ContentScanner {
     const head: Buffer[] = [];
     let headBytes = 0;
     let length = 0;
+    // Detection runs in a worker; it starts once the head is known, in parallel with the scan.
+    let contentType: Promise<string> | null = null;
+    const detect = (complete: boolean) =>
+      this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete);
     const instream = this.clamd.instream();
     try {
       for await (const chunk of source) {
@@ -45,16 +49,18 @@ export class ContentScanner {
         if (headBytes < SNIFF_BYTES) {
           head.push(chunk);
           headBytes += chunk.length;
+          if (headBytes >= SNIFF_BYTES) contentType = detect(false);
         }
         await instream.write(chunk);
       }
       if (length === 0) throw new EmptyContentError();
+      contentType ??= detect(true);
       const verdict = await instream.finish();
       return {
         checksum: sha1.digest('hex'),
         sha256: sha256.digest('hex'),
         contentLength: length,
-        contentType: this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), length <= SNIFF_BYTES),
+        contentType: await contentType,
         findings:
           verdict.signature === null
             ? []

@@ -90,7 +90,11 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const store = new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }));
+  const store = new Store(
+    new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+    }),
+  );
   await store.migrate();
   return store;
 }

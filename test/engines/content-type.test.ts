@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { ContentTypeDetector, isUtf8Text } from '../../src/engines/content-type.js';
 import { eicar } from '../../src/engines/test-content.js';
 
@@ -52,50 +52,83 @@ let detector: ContentTypeDetector;
 before(async () => {
   detector = await ContentTypeDetector.create();
 });
+after(async () => {
+  await detector.close();
+});
 
 describe('content type detection', () => {
-  test('text formats: the fast rules agree with libmagic', () => {
+  test('text formats: the fast rules agree with libmagic', async () => {
     for (const [name, text] of Object.entries(TEXT_CORPUS)) {
       const head = Buffer.from(text);
       assert.ok(isUtf8Text(head), name);
-      assert.equal(detector.detect(head, true), detector.detectWithLibmagic(head), name);
+      assert.equal(
+        await detector.detect(head, true),
+        await detector.detectWithLibmagic(head),
+        name,
+      );
     }
   });
 
-  test('the text samples of clamav-testfiles agree with libmagic', () => {
+  test('the text samples of clamav-testfiles agree with libmagic', async () => {
     for (const name of readdirSync(TESTFILES)) {
       const head = readFileSync(join(TESTFILES, name));
-      assert.equal(detector.detect(head, true), detector.detectWithLibmagic(head), name);
+      assert.equal(
+        await detector.detect(head, true),
+        await detector.detectWithLibmagic(head),
+        name,
+      );
     }
   });
 
-  test('source code is text/plain where libmagic guesses the language', () => {
+  test('source code is text/plain where libmagic guesses the language', async () => {
     for (const [name, [text, libmagic]] of Object.entries(KNOWN_DIFFERENCES)) {
-      assert.equal(detector.detect(Buffer.from(text), true), 'text/plain', name);
-      assert.equal(detector.detectWithLibmagic(Buffer.from(text)), libmagic, name);
+      assert.equal(await detector.detect(Buffer.from(text), true), 'text/plain', name);
+      assert.equal(await detector.detectWithLibmagic(Buffer.from(text)), libmagic, name);
     }
   });
 
-  test('binary formats go to libmagic, with the vendor names clients expect', () => {
-    assert.equal(detector.detect(readFileSync(join(TESTFILES, 'clam.exe')), true), 'application/x-msdownload');
-    assert.equal(detector.detect(readFileSync(join(TESTFILES, 'clam.zip')), true), 'application/zip');
-    assert.equal(detector.detect(readFileSync(join(TESTFILES, 'clam.pdf')), true), 'application/pdf');
-    assert.equal(detector.detect(readFileSync(join(TESTFILES, 'clam.tar.gz')), true), 'application/gzip');
-    assert.equal(detector.detect(readFileSync('static/samples/image.jpg'), true), 'image/jpeg');
-    assert.equal(detector.detect(readFileSync('/usr/share/pixmaps/debian-logo.png'), true), 'image/png');
+  test('binary formats go to libmagic, with the vendor names clients expect', async () => {
+    assert.equal(
+      await detector.detect(readFileSync(join(TESTFILES, 'clam.exe')), true),
+      'application/x-msdownload',
+    );
+    assert.equal(
+      await detector.detect(readFileSync(join(TESTFILES, 'clam.zip')), true),
+      'application/zip',
+    );
+    assert.equal(
+      await detector.detect(readFileSync(join(TESTFILES, 'clam.pdf')), true),
+      'application/pdf',
+    );
+    assert.equal(
+      await detector.detect(readFileSync(join(TESTFILES, 'clam.tar.gz')), true),
+      'application/gzip',
+    );
+    assert.equal(
+      await detector.detect(readFileSync('static/samples/image.jpg'), true),
+      'image/jpeg',
+    );
+    assert.equal(
+      await detector.detect(readFileSync('/usr/share/pixmaps/debian-logo.png'), true),
+      'image/png',
+    );
   });
 
-  test('a JSON document larger than the sniffed head is still JSON by its opening', () => {
+  test('a JSON document larger than the sniffed head is still JSON by its opening', async () => {
     const big = Buffer.from(`{"items": [${'"x",'.repeat(40_000)}"y"]}`);
-    assert.equal(detector.detect(big.subarray(0, 1024), false), 'application/json');
-    assert.equal(detector.detect(Buffer.from('{"cut": tru'), true), 'text/plain');
+    assert.equal(await detector.detect(big.subarray(0, 1024), false), 'application/json');
+    assert.equal(await detector.detect(Buffer.from('{"cut": tru'), true), 'text/plain');
   });
 
   test('what is not UTF-8 text is not classified as such', () => {
     assert.equal(isUtf8Text(Buffer.from([0x68, 0x69, 0x00, 0x21])), false, 'NUL');
     assert.equal(isUtf8Text(Buffer.from([0x68, 0xff, 0xfe, 0x21])), false, 'invalid UTF-8');
     assert.equal(isUtf8Text(Buffer.from('caf\u00e9 au lait', 'latin1')), false, 'Latin-1');
-    assert.equal(isUtf8Text(Buffer.from('日本').subarray(0, 4)), true, 'a character cut at the end');
+    assert.equal(
+      isUtf8Text(Buffer.from('日本').subarray(0, 4)),
+      true,
+      'a character cut at the end',
+    );
     assert.equal(isUtf8Text(randomBytes(4096)), false, 'random bytes');
   });
 });
