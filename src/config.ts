@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import type { FindingsStyle } from './engines/clamav/findings.js';
 
 /** Thrown when an ASSAY_* variable is invalid; the message names the variable. */
 export class ConfigError extends Error {}
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
-export type FindingsStyle = 'content' | 'av';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface BootstrapCredentials {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FindingsStyle } from '../config.js';
 import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
-import { clamdSignatureToFinding } from '../engines/clamav/findings.js';
+import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
 import { type ContentTypeDetector, SNIFF_BYTES } from '../engines/content-type.js';
 import { ContentTooLargeError, EmptyContentError, EngineUnavailableError } from './errors.js';
 

@@ -19,8 +19,10 @@ import {
   findClamdBinary,
   ManagedClamd,
 } from '../../src/engines/clamav/managed-clamd.js';
-import { eicar } from './eicar.js';
-import { zipStored } from './zip.js';
+import { eicar as eicarText } from '../../src/engines/test-content.js';
+import { zipStored } from '../helpers/zip.js';
+
+const eicar = () => Buffer.from(eicarText(), 'latin1');
 
 const TESTFILES = '/usr/share/clamav-testfiles';
 const LOCAL_TEST_MARKER = '38DCC0C9-7FB6-4D0D-9C37-288A380C6BB9';

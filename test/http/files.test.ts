@@ -3,9 +3,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eicar } from '../../src/engines/test-content.js';
-import { zipStored as zip } from '../clamav/zip.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { buildService, startSharedClamd } from '../helpers/service.js';
+import { zipStored as zip } from '../helpers/zip.js';
 
 const TESTFILES = '/usr/share/clamav-testfiles';
 let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
@@ -63,6 +63,17 @@ describe('POST /files scans with the real clamd', () => {
     assert.equal(response.status, 201);
     assert.deepEqual(body.findings, ['content.malicious.eicar-test-signature']);
     assert.equal(body.content_type, 'application/zip');
+  });
+
+  test('an archive nested past the engine limits is reported, never passed as clean', async (t) => {
+    const svc = await buildService(t, env());
+    let archive = Buffer.from('harmless text at the bottom');
+    for (let depth = 0; depth < 20; depth++) {
+      archive = zip([{ name: `level${depth}.zip`, data: archive }]);
+    }
+    const { response, body } = await upload(svc.url, svc.auth, archive);
+    assert.equal(response.status, 201);
+    assert.deepEqual(body.findings, ['content.malicious.heuristics.limits.exceeded.maxrecursion']);
   });
 
   test('clean random content gives no findings, and the checksum is the SHA-1 of the bytes', async (t) => {

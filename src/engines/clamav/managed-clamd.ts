@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, rmSync, statSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../paths.js';
 import { type ClamdAddress, ClamdClient } from './clamd-client.js';
 
 export interface ClamdLogger {
@@ -77,15 +77,6 @@ export function clamdLimits(maxFileSize: number): ClamdLimits {
     // Containers count with their unpacked contents; 4x keeps clamd's default ratio (100M/400M).
     maxScanSize: 4 * stream,
   };
-}
-
-/** `signatures/` at the package root: found from this file both under src/ (tsx) and dist/. */
-function signaturesDir(): string {
-  const start = dirname(fileURLToPath(import.meta.url));
-  for (let dir = start; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return join(dir, 'signatures');
-    if (dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
-  }
 }
 
 interface Child {
@@ -175,7 +166,7 @@ export class ManagedClamd {
     await mkdir(tmpDir, { recursive: true });
     await mkdir(dbDir, { recursive: true });
 
-    const ownDir = signaturesDir();
+    const ownDir = join(packageRoot(), 'signatures');
     const own = await databaseFiles(ownDir);
     if (own.length === 0) throw new Error(`no ClamAV database files in ${ownDir}`);
     for (const file of own) await copyFile(file.path, join(dbDir, file.name));
