@@ -1,4 +1,4 @@
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
@@ -16,15 +16,16 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-export function createLogger(config: Config): Logger {
-  return pino({
+export function createLogger(config: Config, destination?: DestinationStream): Logger {
+  const options: LoggerOptions = {
     level: config.logLevel,
     // Credentials never reach the logs, whatever a future serializer includes.
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', '*.secret', 'secret'],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {

@@ -22,6 +22,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     return503OnClosing: true,
   });
   app.decorate('services', services);
+  // A client may half-close its socket once the request is sent (HTTP/1.0 habits, netcat):
+  // without this, Node drops a request still being scanned instead of answering it.
+  (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   await app.register(errorHandler);
   await app.register(responseHeaders);
   await app.register(authentication);

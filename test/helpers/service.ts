@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
@@ -68,6 +68,7 @@ export function basic(user: string, password: string): string {
 export async function buildService(
   t: TestContext,
   env: Record<string, string> = {},
+  logger: Logger = quietLogger,
 ): Promise<TestService> {
   const dataDir = tempDir();
   const config = loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: dataDir, ...env });
@@ -79,7 +80,7 @@ export async function buildService(
     return { accountId: account.id, keyId: key.id, secret, auth: basic(key.id, secret) };
   };
   const first = await createAccountKey();
-  const service = await startService(config, quietLogger);
+  const service = await startService(config, logger);
   t.after(async () => {
     await service.stop();
     await store.close();

@@ -106,6 +106,19 @@ describe('bad input gets a clear error', () => {
     assert.equal(ping.status, 200);
   });
 
+  test('a client that half-closes its socket after the request still gets the result', async (t) => {
+    const svc = await buildService(t, env());
+    const body =
+      '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nhello\r\n--XYZ--\r\n';
+    const answer = await rawRequest(
+      Number(new URL(svc.url).port),
+      `POST /v2.2/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${svc.auth}\r\n` +
+        `Content-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    assert.match(answer, /^HTTP\/1\.1 201 /);
+    assert.match(answer, /"findings":\[\]/);
+  });
+
   test('400 for two file parts and for a callback that is not an http(s) URL', async (t) => {
     const svc = await buildService(t, env());
     const two = uploadForm('one');

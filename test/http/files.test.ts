@@ -67,7 +67,7 @@ describe('POST /files scans with the real clamd', () => {
 
   test('an archive nested past the engine limits is reported, never passed as clean', async (t) => {
     const svc = await buildService(t, env());
-    let archive = Buffer.from('harmless text at the bottom');
+    let archive: Buffer = Buffer.from('harmless text at the bottom');
     for (let depth = 0; depth < 20; depth++) {
       archive = zip([{ name: `level${depth}.zip`, data: archive }]);
     }

@@ -5,8 +5,8 @@ import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packageRoot } from '../../paths.js';
 import { type ClamdAddress, ClamdClient } from './clamd-client.js';
+import { ownSignaturesDir } from './signatures.js';
 
 export interface ClamdLogger {
   info(o: object, msg?: string): void;
@@ -166,7 +166,7 @@ export class ManagedClamd {
     await mkdir(tmpDir, { recursive: true });
     await mkdir(dbDir, { recursive: true });
 
-    const ownDir = join(packageRoot(), 'signatures');
+    const ownDir = ownSignaturesDir();
     const own = await databaseFiles(ownDir);
     if (own.length === 0) throw new Error(`no ClamAV database files in ${ownDir}`);
     for (const file of own) await copyFile(file.path, join(dbDir, file.name));

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/service.js';
+import { uploadForm } from '../helpers/content.js';
+import { basic, buildService, startSharedClamd } from '../helpers/service.js';
+
+let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
+before(async () => {
+  clamd = await startSharedClamd();
+});
+after(async () => {
+  await clamd.stop();
+});
+
+/** The service's real logger, writing into memory. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { lines, logger: createLogger(loadConfig({ ASSAY_LOG_LEVEL: 'debug' }), sink) };
+}
+
+describe('logs', () => {
+  test('JSON lines with the request id; never a secret or an Authorization header', async (t) => {
+    const { lines, logger } = capturedLogger();
+    const svc = await buildService(
+      t,
+      { ASSAY_CLAMD: clamd.socket, ASSAY_BOOTSTRAP_CREDENTIALS: 'boot:boot-secret-value' },
+      logger,
+    );
+    const ping = await fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: svc.auth } });
+    const requestId = ping.headers.get('x-service-request-id') ?? '';
+    await fetch(`${svc.url}/v2.2/files`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: uploadForm('hello'),
+    });
+    await fetch(`${svc.url}/v2.2/ping`, {
+      headers: { authorization: basic(svc.keyId, 'a-wrong-secret-value') },
+    });
+
+    const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.ok(
+      records.some((r) => r.reqId === requestId),
+      'the request id is in the log',
+    );
+    const all = lines.join('\n');
+    for (const secret of [svc.secret, 'boot-secret-value', 'a-wrong-secret-value']) {
+      assert.equal(all.includes(secret), false, 'a secret reached the log');
+    }
+    assert.equal(
+      all.includes(svc.auth.slice('Basic '.length)),
+      false,
+      'an Authorization value reached the log',
+    );
+    assert.doesNotMatch(all, /"authorization"/i);
+  });
+});
+
+describe('readiness', () => {
+  test('ready lists the malware engine with its version', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const response = await fetch(`${svc.url}/health/ready`);
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as {
+      status: string;
+      engines: Array<Record<string, unknown>>;
+    };
+    assert.equal(body.status, 'ready');
+    const engine = body.engines.find((e) => e.name === 'clamav');
+    assert.ok(engine, 'clamav is listed');
+    assert.match(String(engine.version), /^ClamAV \d+\.\d+/);
+    assert.equal(engine.category, 'MALWARE');
+    assert.ok('signatures_version' in engine && 'signatures_age_seconds' in engine);
+    assert.match(String(engine.own_signatures_version), /^sha256:[0-9a-f]{16}$/);
+  });
+});
