@@ -236,7 +236,9 @@ AlertExceedsMax yes
       process.platform === 'linux' && isExecutableFile(SETPRIV)
         ? [SETPRIV, ['--pdeathsig', 'TERM', '--', clamdPath, ...args]]
         : [clamdPath, args];
-    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a terminal's Ctrl-C reaches Assay, which stops clamd in order,
+    // instead of killing clamd behind the supervisor's back.
+    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let settle: (exit: string) => void = () => {};
     const state: Child = {
       process: child,
