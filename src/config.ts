@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { FindingsStyle } from './engines/clamav/findings.js';
+import { AddressPolicy } from './outbound/address-policy.js';
 
 /** Thrown when an ASSAY_* variable is invalid; the message names the variable. */
 export class ConfigError extends Error {}
@@ -27,6 +28,13 @@ export interface Config {
   bootstrapCredentials: BootstrapCredentials | null;
   findingsStyle: FindingsStyle;
   logLevel: LogLevel;
+  /** ASSAY_FETCH_ALLOW as given; checked at start by building the address policy from it. */
+  fetchAllow: string;
+  fetchTimeoutMs: number;
+  jobConcurrency: number;
+  engineRetryMs: number;
+  callbackRetryBaseMs: number;
+  callbackMaxAgeMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -44,6 +52,15 @@ export const SETTINGS = {
   ASSAY_BOOTSTRAP_CREDENTIALS: { default: '', doc: '`key:secret` created at start if absent.' },
   ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },
+  ASSAY_FETCH_ALLOW: { default: '', doc: 'CIDRs and host names outbound requests may reach.' },
+  ASSAY_FETCH_TIMEOUT: { default: '300', doc: 'Seconds a remote download may take in all.' },
+  ASSAY_JOB_CONCURRENCY: { default: '4', doc: 'Asynchronous items processed at once.' },
+  ASSAY_ENGINE_RETRY_MS: { default: '5000', doc: 'Wait before retrying a job the engine missed.' },
+  ASSAY_CALLBACK_RETRY_BASE_MS: { default: '10000', doc: 'First callback retry delay (doubles).' },
+  ASSAY_CALLBACK_MAX_AGE: {
+    default: '86400',
+    doc: 'Seconds a callback is retried before giving up.',
+  },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -129,6 +146,18 @@ function hostId(env: Env): string {
   return raw;
 }
 
+function fetchAllow(env: Env): string {
+  const raw = read(env, 'ASSAY_FETCH_ALLOW');
+  try {
+    AddressPolicy.fromSetting(raw);
+  } catch (error) {
+    throw new ConfigError(
+      `ASSAY_FETCH_ALLOW: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return raw;
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   return {
@@ -143,6 +172,12 @@ export function loadConfig(env: Env = process.env): Config {
     clamd: clamd(env),
     bootstrapCredentials: bootstrapCredentials(env),
     findingsStyle: oneOf(env, 'ASSAY_FINDINGS_STYLE', ['content', 'av'] as const),
+    fetchAllow: fetchAllow(env),
+    fetchTimeoutMs: integer(env, 'ASSAY_FETCH_TIMEOUT', 1, 86_400) * 1000,
+    jobConcurrency: integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256),
+    engineRetryMs: integer(env, 'ASSAY_ENGINE_RETRY_MS', 10, 3_600_000),
+    callbackRetryBaseMs: integer(env, 'ASSAY_CALLBACK_RETRY_BASE_MS', 10, 3_600_000),
+    callbackMaxAgeMs: integer(env, 'ASSAY_CALLBACK_MAX_AGE', 1, 30 * 86_400) * 1000,
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

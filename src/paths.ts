@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -11,4 +11,12 @@ export function packageRoot(): string {
     dir = parent;
   }
   return dir;
+}
+
+/** Assay's version, from its package.json. */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
+    version?: string;
+  };
+  return manifest.version ?? '0.0.0';
 }

@@ -5,9 +5,20 @@ import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
 import { ContentTypeDetector } from './engines/content-type.js';
 import { buildApp } from './http/app.js';
+import { AddressPolicy } from './outbound/address-policy.js';
+import { packageVersion } from './paths.js';
+import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
+import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
+import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
+
+/** How long shutdown waits for running jobs and callback attempts before parking them. */
+const SHUTDOWN_GRACE_MS = 10_000;
+/** A callback attempt cut short by shutdown is due again after its lease: at least once. */
+const CALLBACK_GRACE_MS = 2_000;
 
 export interface RunningService {
   /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
@@ -73,16 +84,61 @@ export async function startService(
     );
     detector = await ContentTypeDetector.create((message) => logger.warn(message));
     const scanner = new ContentScanner(clamd, detector, config.findingsStyle);
-    const processor = new ContentProcessor(store, scanner, config.maxFileSize);
-    const app = await buildApp({ config, store, accounts, processor, clamd }, logger);
+    const spool = new Spool(config.dataDir);
+    await spool.init();
+    const policy = AddressPolicy.fromSetting(config.fetchAllow);
+    const userAgent = `Assay/${packageVersion()} (content processing service)`;
+    const outbound = {
+      fetch: {
+        policy,
+        userAgent,
+        connectTimeoutMs: 10_000,
+        totalTimeoutMs: config.fetchTimeoutMs,
+        maxBytes: config.maxFileSize,
+      },
+    };
+    const callbacks = new CallbackDispatcher(
+      store,
+      {
+        outbound: { policy, userAgent, connectTimeoutMs: 5_000, totalTimeoutMs: 15_000 },
+        concurrency: 16,
+        retryBaseMs: config.callbackRetryBaseMs,
+        maxAgeMs: config.callbackMaxAgeMs,
+      },
+      logger.child({ component: 'callbacks' }),
+    );
+    const recorder = new ResultRecorder(store, () => callbacks.notify());
+    const processor = new ContentProcessor(store, scanner, recorder, config.maxFileSize);
+    const jobs = new JobRunner(
+      store,
+      spool,
+      processor,
+      {
+        concurrency: config.jobConcurrency,
+        engineRetryMs: config.engineRetryMs,
+        fetch: outbound.fetch,
+      },
+      logger.child({ component: 'jobs' }),
+    );
+    const app = await buildApp(
+      { config, store, accounts, processor, clamd, spool, jobs, outbound },
+      logger,
+    );
     const url = await app.listen({ host: config.host, port: config.port });
+    await jobs.start();
+    callbacks.start();
     let stopped: Promise<void> | null = null;
     return {
       url,
       managedClamd,
       stop() {
-        // Idempotent: a signal and a caller may both ask.
-        stopped ??= app.close().then(release);
+        // Idempotent: a signal and a caller may both ask. No new requests first, then let
+        // running jobs finish (or park them for the next start), then the engines go.
+        stopped ??= app
+          .close()
+          .then(() => jobs.stop(SHUTDOWN_GRACE_MS))
+          .then(() => callbacks.stop(CALLBACK_GRACE_MS))
+          .then(release);
         return stopped;
       },
     };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   type Account,
   type ApiKey,
@@ -57,6 +58,7 @@ export class AccountService {
       enforceBalance: false,
       creationDate: date,
       modificationDate: date,
+      callbackSecret: randomBytes(32).toString('hex'),
     };
     await this.store.accounts.insert(account);
     return account;

@@ -10,36 +10,49 @@ export const MAX_FIELD_BYTES = 64 * 1024;
 export interface SubmissionFields {
   metadata: Record<string, string>;
   callback: string | null;
+  /** v2.2: a URL to download instead of a `file` part. */
+  location: string | null;
 }
 
 const METADATA_FIELD = /^metadata\[(.*)\]$/s;
 
-/** Validates a callback URL: absolute http(s), nothing else. */
-export function parseCallback(value: string): string {
+/** Validates a URL argument: absolute http(s), nothing else. */
+export function parseHttpUrl(name: string, value: string): string {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new HttpError(400, `callback is not a valid URL: ${JSON.stringify(value.slice(0, 200))}`);
+    throw new HttpError(400, `${name} is not a valid URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new HttpError(400, 'callback must be an http or https URL');
+    throw new HttpError(400, `${name} must be an http or https URL`);
   }
   return value;
 }
 
-/** Collects `callback` and `metadata[key]` text fields; other names are ignored. */
+export function parseCallback(value: string): string {
+  return parseHttpUrl('callback', value);
+}
+
+/** Collects `callback`, `location` (v2.2) and `metadata[key]` fields; other names are ignored. */
 export class FieldCollector {
-  readonly fields: SubmissionFields = { metadata: {}, callback: null };
+  readonly fields: SubmissionFields = { metadata: {}, callback: null, location: null };
   private metadataCount = 0;
 
-  constructor(private readonly acceptMetadata: boolean) {}
+  constructor(
+    private readonly acceptMetadata: boolean,
+    private readonly acceptLocation = false,
+  ) {}
 
-  add(name: string, value: string, truncated: boolean): void {
+  add(name: string, value: string, truncated = false): void {
     if (truncated)
       throw new HttpError(400, `field ${name} is longer than ${MAX_FIELD_BYTES} bytes`);
     if (name === 'callback') {
       this.fields.callback = parseCallback(value);
+      return;
+    }
+    if (name === 'location' && this.acceptLocation) {
+      this.fields.location = parseHttpUrl('location', value);
       return;
     }
     const metadata = METADATA_FIELD.exec(name);
@@ -74,4 +87,41 @@ export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number)
   if (Number.isFinite(declared) && declared > maxFileSize + MULTIPART_OVERHEAD) {
     throw new HttpError(413, `the content exceeds the limit of ${maxFileSize} bytes`);
   }
+}
+
+/**
+ * Walks a multipart upload: text fields are collected, the one `file` part is handed to `onFile`
+ * as it streams (fields may come before or after it), other file parts are skipped unread.
+ */
+export async function readUploadForm<T>(
+  request: FastifyRequest,
+  options: { maxFileSize: number; acceptMetadata: boolean; acceptLocation: boolean },
+  onFile: (content: AsyncIterable<Buffer>) => Promise<T>,
+): Promise<{ file: T | null; fields: SubmissionFields }> {
+  checkUploadHeaders(request, options.maxFileSize);
+  const collector = new FieldCollector(options.acceptMetadata, options.acceptLocation);
+  let file: { value: T } | null = null;
+  const parts = request.parts({
+    // One byte over the limit reaches the consumer, which refuses it with 413.
+    limits: {
+      fileSize: options.maxFileSize + 1,
+      fieldSize: MAX_FIELD_BYTES,
+      fields: MAX_METADATA_ENTRIES + 10,
+    },
+  });
+  for await (const part of parts) {
+    if (part.type === 'field') {
+      collector.add(part.fieldname, String(part.value), part.valueTruncated);
+    } else if (part.fieldname !== 'file') {
+      part.file.resume(); // not ours: skip it
+    } else if (file !== null) {
+      throw new HttpError(400, 'send exactly one part named file');
+    } else {
+      file = { value: await onFile(part.file) };
+    }
+  }
+  if (file !== null && collector.fields.location !== null) {
+    throw new HttpError(400, 'send either a file or a location, not both');
+  }
+  return { file: file?.value ?? null, fields: collector.fields };
 }

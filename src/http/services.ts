@@ -1,7 +1,10 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { Config } from '../config.js';
 import type { ClamdClient } from '../engines/clamav/clamd-client.js';
+import type { OutboundOptions } from '../outbound/guarded-http.js';
+import type { JobRunner } from '../processing/job-runner.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 
 /** What the transport layer may call; built once by the service and handed to the app. */
@@ -11,6 +14,9 @@ export interface Services {
   accounts: AccountService;
   processor: ContentProcessor;
   clamd: ClamdClient;
+  spool: Spool;
+  jobs: JobRunner;
+  outbound: { fetch: OutboundOptions & { maxBytes: number } };
 }
 
 declare module 'fastify' {

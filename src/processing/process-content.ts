@@ -1,19 +1,27 @@
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
-import type { StoredFile } from '../store/records.js';
+import type { StoredFile, TraceEvent } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import type { ApiVersion } from './file-result.js';
+import type { ResultRecorder } from './result-recorder.js';
 import type { ContentScanner, ContentVerdict } from './scan-content.js';
 
 export interface Submission {
   principal: Principal;
+  version: ApiVersion;
   metadata: Record<string, string>;
   callback: string | null;
 }
 
-/** A verdict together with the moment the content started to arrive. */
+/** A verdict with the moments it spans, for the result's date and its trace. */
 export interface ScannedContent {
   verdict: ContentVerdict;
-  creationDate: string;
+  receivedAt: string;
+  scannedAt: string;
+}
+
+export function event(message: string, timestamp = new Date().toISOString()): TraceEvent {
+  return { timestamp, message };
 }
 
 /** Turns content into a persistent result: scan first, then record with the submission's fields. */
@@ -21,20 +29,31 @@ export class ContentProcessor {
   constructor(
     private readonly store: Store,
     private readonly scanner: ContentScanner,
+    private readonly recorder: ResultRecorder,
     readonly maxFileSize: number,
   ) {}
 
   /** Throws (recording nothing) when there is no complete verdict. */
-  async scan(source: AsyncIterable<Buffer>): Promise<ScannedContent> {
-    const creationDate = new Date().toISOString();
+  async scan(
+    source: AsyncIterable<Buffer>,
+    receivedAt = new Date().toISOString(),
+  ): Promise<ScannedContent> {
     const verdict = await this.scanner.scan(source, { maxBytes: this.maxFileSize });
-    return { verdict, creationDate };
+    return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }
 
-  async record(scanned: ScannedContent, submission: Submission): Promise<StoredFile> {
+  /**
+   * Records a scanned item. `context.jobId` names the asynchronous job it finishes (whose
+   * `received` event is already in the trace); `context.events` come before the verdicts.
+   */
+  async record(
+    scanned: ScannedContent,
+    submission: Submission,
+    context: { jobId?: string; events?: TraceEvent[] } = {},
+  ): Promise<StoredFile> {
     const { verdict } = scanned;
     const file: StoredFile = {
-      id: newId(),
+      id: context.jobId ?? newId(),
       accountId: submission.principal.accountId,
       apiKeyId: submission.principal.keyId,
       checksum: verdict.checksum,
@@ -45,9 +64,49 @@ export class ContentProcessor {
       metadata: submission.metadata,
       callback: submission.callback,
       error: null,
-      creationDate: scanned.creationDate,
+      creationDate: scanned.receivedAt,
     };
-    await this.store.files.insert(file);
+    const events = context.jobId === undefined ? [event('received', scanned.receivedAt)] : [];
+    events.push(...(context.events ?? []));
+    for (const report of verdict.engineReports) events.push(event(report, scanned.scannedAt));
+    events.push(
+      event(
+        `processed: ${verdict.contentLength} bytes, findings ${JSON.stringify(verdict.findings)}`,
+      ),
+    );
+    await this.recorder.complete({
+      file,
+      version: submission.version,
+      jobId: context.jobId,
+      events,
+    });
+    return file;
+  }
+
+  /** Records a finished item that has no verdict (its download failed): an `error`, never clean. */
+  async recordFailure(
+    id: string,
+    submission: Submission,
+    error: string,
+    receivedAt: string,
+    events: TraceEvent[],
+  ): Promise<StoredFile> {
+    const file: StoredFile = {
+      id,
+      accountId: submission.principal.accountId,
+      apiKeyId: submission.principal.keyId,
+      checksum: null,
+      sha256: null,
+      contentLength: null,
+      contentType: null,
+      findings: null,
+      metadata: submission.metadata,
+      callback: submission.callback,
+      error,
+      creationDate: receivedAt,
+    };
+    events.push(event(`failed: ${error}`));
+    await this.recorder.complete({ file, version: submission.version, jobId: id, events });
     return file;
   }
 

@@ -11,6 +11,8 @@ export interface ContentVerdict {
   contentLength: number;
   contentType: string;
   findings: string[];
+  /** What each engine said, for the trace. */
+  engineReports: string[];
 }
 
 export interface ScanOptions {
@@ -64,6 +66,9 @@ export class ContentScanner {
           verdict.signature === null
             ? []
             : [clamdSignatureToFinding(verdict.signature, this.findingsStyle)],
+        engineReports: [
+          `engine clamav (MALWARE): ${verdict.signature === null ? 'clean' : `found ${verdict.signature}`}`,
+        ],
       };
     } catch (error) {
       instream.abort();

@@ -13,6 +13,7 @@ function toAccount(row: Selectable<AccountsTable>): Account {
     enforceBalance: row.enforce_balance === 1,
     creationDate: row.creation_date,
     modificationDate: row.modification_date,
+    callbackSecret: row.callback_secret,
   };
 }
 
@@ -32,6 +33,7 @@ export class AccountRepository {
         enforce_balance: account.enforceBalance ? 1 : 0,
         creation_date: account.creationDate,
         modification_date: account.modificationDate,
+        callback_secret: account.callbackSecret,
       })
       .execute();
   }

@@ -13,6 +13,8 @@ export interface Account {
   enforceBalance: boolean;
   creationDate: string;
   modificationDate: string;
+  /** Signs this account's callbacks (HMAC-SHA256); readable because it must sign. */
+  callbackSecret: string;
 }
 
 export interface ApiKey {
@@ -40,4 +42,43 @@ export interface StoredFile {
   callback: string | null;
   error: string | null;
   creationDate: string;
+}
+
+export type JobKind = 'upload' | 'fetch';
+
+/** Work accepted with a 202 and not finished: its result does not exist yet. */
+export interface Job {
+  id: string;
+  accountId: string;
+  apiKeyId: string;
+  apiVersion: string;
+  kind: JobKind;
+  state: 'pending' | 'processing';
+  location: string | null;
+  spoolPath: string | null;
+  metadata: Record<string, string>;
+  callback: string | null;
+  attempts: number;
+  runAfter: string;
+  creationDate: string;
+}
+
+export interface TraceEvent {
+  timestamp: string;
+  message: string;
+}
+
+export interface CallbackDelivery {
+  id: string;
+  fileId: string;
+  accountId: string;
+  url: string;
+  /** Exactly the bytes of `GET /files/{id}` at completion. */
+  body: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: string;
+  lastError: string | null;
+  creationDate: string;
+  finishedDate: string | null;
 }

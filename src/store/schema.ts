@@ -11,6 +11,7 @@ export interface AccountsTable {
   enforce_balance: number;
   creation_date: string;
   modification_date: string;
+  callback_secret: string;
 }
 
 export interface ApiKeysTable {
@@ -43,8 +44,51 @@ export interface FilesTable {
   creation_date: string;
 }
 
+export interface JobsTable {
+  id: string;
+  account_id: string;
+  api_key_id: string;
+  api_version: string;
+  /** 'upload' (content spooled in the data dir) or 'fetch' (content at `location`). */
+  kind: string;
+  /** 'pending' or 'processing'. */
+  state: string;
+  location: string | null;
+  spool_path: string | null;
+  metadata: string;
+  callback: string | null;
+  attempts: number;
+  run_after: string;
+  creation_date: string;
+}
+
+export interface TraceEventsTable {
+  file_id: string;
+  seq: number;
+  timestamp: string;
+  message: string;
+}
+
+export interface CallbackDeliveriesTable {
+  id: string;
+  file_id: string;
+  account_id: string;
+  url: string;
+  body: string;
+  /** 'pending', 'delivered' or 'failed' (given up). */
+  state: string;
+  attempts: number;
+  next_attempt_at: string;
+  last_error: string | null;
+  creation_date: string;
+  finished_date: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   files: FilesTable;
+  jobs: JobsTable;
+  trace_events: TraceEventsTable;
+  callback_deliveries: CallbackDeliveriesTable;
 }

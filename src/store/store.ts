@@ -13,12 +13,19 @@ import {
 } from 'kysely';
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { CallbackOutbox } from './callback-outbox.js';
 import { FileRepository } from './files.js';
+import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
+import * as jobsTraceCallbacks from './migrations/0002-jobs-trace-callbacks.js';
 import type { Database } from './schema.js';
+import { TraceRepository } from './trace-events.js';
 
 /** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
-const migrations: Record<string, Migration> = { '0001-initial': initial };
+const migrations: Record<string, Migration> = {
+  '0001-initial': initial,
+  '0002-jobs-trace-callbacks': jobsTraceCallbacks,
+};
 
 class StaticMigrationProvider implements MigrationProvider {
   async getMigrations(): Promise<Record<string, Migration>> {
@@ -31,11 +38,22 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly files: FileRepository;
+  readonly jobs: JobRepository;
+  readonly trace: TraceRepository;
+  readonly callbacks: CallbackOutbox;
 
   constructor(readonly db: Kysely<Database>) {
     this.accounts = new AccountRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.files = new FileRepository(db);
+    this.jobs = new JobRepository(db);
+    this.trace = new TraceRepository(db);
+    this.callbacks = new CallbackOutbox(db);
+  }
+
+  /** Runs `work` in one transaction, with repositories bound to it. */
+  transaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute((trx) => work(new Store(trx)));
   }
 
   async migrate(): Promise<void> {

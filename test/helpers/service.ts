@@ -53,8 +53,16 @@ export interface TestService {
   /** `Authorization` header value of the test key. */
   auth: string;
   service: RunningService;
+  /** Signs the account's callbacks. */
+  callbackSecret: string;
   /** Creates another account with one key, for isolation tests. */
-  createAccountKey(): Promise<{ accountId: string; keyId: string; secret: string; auth: string }>;
+  createAccountKey(): Promise<{
+    accountId: string;
+    keyId: string;
+    secret: string;
+    auth: string;
+    callbackSecret: string;
+  }>;
 }
 
 export function basic(user: string, password: string): string {
@@ -77,7 +85,13 @@ export async function buildService(
   const createAccountKey = async () => {
     const account = await accounts.createAccount({ name: 'Test account' });
     const { key, secret } = await accounts.createKey(account.id);
-    return { accountId: account.id, keyId: key.id, secret, auth: basic(key.id, secret) };
+    return {
+      accountId: account.id,
+      keyId: key.id,
+      secret,
+      auth: basic(key.id, secret),
+      callbackSecret: account.callbackSecret,
+    };
   };
   const first = await createAccountKey();
   const service = await startService(config, logger);

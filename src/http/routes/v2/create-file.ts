@@ -1,53 +1,70 @@
 import type { FastifyInstance } from 'fastify';
-import type { ScannedContent } from '../../../processing/process-content.js';
+import { type ApiVersion, hasMetadata, renderFileResult } from '../../../processing/file-result.js';
+import type { Submission } from '../../../processing/process-content.js';
+import { fetchAndScan, RemoteContentError } from '../../../processing/remote-content.js';
 import { HttpError } from '../../http-error.js';
-import {
-  checkUploadHeaders,
-  FieldCollector,
-  MAX_FIELD_BYTES,
-  MAX_METADATA_ENTRIES,
-} from '../../multipart-submission.js';
+import { readUploadForm } from '../../multipart-submission.js';
 import { principalOf } from '../../plugins/authentication.js';
-import { type ApiVersion, hasMetadata, renderFileResult } from '../../render.js';
 import { fileLocation } from './locations.js';
 
-/** POST /files: synchronous upload; answers 201 with the result once every engine has spoken. */
+const REMOTE_STATUS = { refused: 400, 'too-large': 413, unavailable: 502 } as const;
+
+/**
+ * POST /files: synchronous processing; answers 201 with the result once every engine has spoken.
+ * v2.2 also takes `location`, a URL to download instead of a `file` part.
+ */
 export default async function createFile(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { processor, config } = app.services;
+  const { processor, config, outbound } = app.services;
+  const { version } = options;
 
   app.post('/files', async (request, reply) => {
-    checkUploadHeaders(request, config.maxFileSize);
     const principal = principalOf(request);
-    const collector = new FieldCollector(hasMetadata(options.version));
-    let scanned: ScannedContent | null = null;
-
-    const parts = request.parts({
-      // One byte over the limit reaches the scanner, which refuses it with 413.
-      limits: {
-        fileSize: config.maxFileSize + 1,
-        fieldSize: MAX_FIELD_BYTES,
-        fields: MAX_METADATA_ENTRIES + 10,
+    const { file: scanned, fields } = await readUploadForm(
+      request,
+      {
+        maxFileSize: config.maxFileSize,
+        acceptMetadata: hasMetadata(version),
+        acceptLocation: version === 'v2.2',
       },
-    });
-    for await (const part of parts) {
-      if (part.type === 'field') {
-        collector.add(part.fieldname, String(part.value), part.valueTruncated);
-      } else if (part.fieldname !== 'file') {
-        part.file.resume(); // not ours: skip it
-      } else if (scanned !== null) {
-        throw new HttpError(400, 'send exactly one part named file');
-      } else {
-        // Fields may follow the file, so the result is recorded only after the last part.
-        scanned = await processor.scan(part.file);
+      (content) => processor.scan(content),
+    );
+    const submission: Submission = {
+      principal,
+      version,
+      metadata: fields.metadata,
+      callback: fields.callback,
+    };
+    let file: Awaited<ReturnType<typeof processor.record>>;
+    if (scanned !== null) {
+      file = await processor.record(scanned, submission);
+    } else if (fields.location !== null) {
+      try {
+        const fetched = await fetchAndScan(
+          processor,
+          fields.location,
+          outbound.fetch,
+          new Date().toISOString(),
+        );
+        file = await processor.record(fetched.scanned, submission, {
+          events: [fetched.downloaded],
+        });
+      } catch (error) {
+        // No verdict, so no result: an error status, which no client can mistake for clean.
+        if (error instanceof RemoteContentError) {
+          throw new HttpError(REMOTE_STATUS[error.reason], error.message);
+        }
+        throw error;
       }
+    } else {
+      const what =
+        version === 'v2.2'
+          ? 'a multipart part named file, or a location'
+          : 'a multipart part named file';
+      throw new HttpError(400, `no content: send ${what}`);
     }
-    if (scanned === null) {
-      throw new HttpError(400, 'no content: send the content as a multipart part named file');
-    }
-    const file = await processor.record(scanned, { principal, ...collector.fields });
     return reply
       .code(201)
-      .header('location', fileLocation(request, config.publicUrl, options.version, file.id))
-      .send(renderFileResult(file, options.version));
+      .header('location', fileLocation(request, config.publicUrl, version, file.id))
+      .send(renderFileResult(file, version));
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { type ApiVersion, renderFileResult } from '../../../processing/file-result.js';
 import { HttpError } from '../../http-error.js';
 import { principalOf } from '../../plugins/authentication.js';
-import { type ApiVersion, renderFileResult } from '../../render.js';
 
 /** GET /files/{id}: a result of the caller's account; 404 for unknown ids (clients poll on 404). */
 export default async function getFile(app: FastifyInstance, options: { version: ApiVersion }) {

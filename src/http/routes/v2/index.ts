@@ -1,8 +1,11 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
-import type { ApiVersion } from '../../render.js';
+import type { ApiVersion } from '../../../processing/file-result.js';
 import createFile from './create-file.js';
+import createFileAsync from './create-file-async.js';
+import fetchFile from './fetch-file.js';
 import getFile from './get-file.js';
+import getTrace from './get-trace.js';
 import ping from './ping.js';
 
 export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
@@ -13,9 +16,17 @@ export default async function v2Routes(app: FastifyInstance, options: { version:
   await app.register(multipart);
   // Any other body type reaches the route unread, which answers 400 rather than Fastify's 415.
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 1024 * 1024 },
+    (_request, body, done) => done(null, new URLSearchParams(String(body))),
+  );
   await app.register(ping);
   // Only the version: passing `options` whole would apply its prefix a second time.
   const { version } = options;
   await app.register(createFile, { version });
   await app.register(getFile, { version });
+  await app.register(createFileAsync, { version });
+  await app.register(fetchFile, { version });
+  if (version === 'v2.2') await app.register(getTrace);
 }

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { ApiVersion } from '../../render.js';
+import type { ApiVersion } from '../../../processing/file-result.js';
 
 /** Absolute URL of a file resource: the configured public URL, else the address the client used. */
 export function fileLocation(

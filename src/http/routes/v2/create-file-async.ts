@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import { newId } from '../../../accounts/credentials.js';
+import { EmptyContentError } from '../../../processing/errors.js';
+import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
+import { SpoolTooLargeError } from '../../../store/spool.js';
+import { HttpError } from '../../http-error.js';
+import { readUploadForm } from '../../multipart-submission.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { fileLocation } from './locations.js';
+
+/**
+ * POST /files/async: 202 once the content is on disk and the job is committed, so the promise
+ * holds through a crash; the result follows by GET (404 until then) and by callback.
+ */
+export default async function createFileAsync(
+  app: FastifyInstance,
+  options: { version: ApiVersion },
+) {
+  const { config, spool, jobs } = app.services;
+  const { version } = options;
+
+  app.post('/files/async', async (request, reply) => {
+    const principal = principalOf(request);
+    const id = newId();
+    const receivedAt = new Date().toISOString();
+    const { file: spooled, fields } = await readUploadForm(
+      request,
+      {
+        maxFileSize: config.maxFileSize,
+        acceptMetadata: hasMetadata(version),
+        acceptLocation: false,
+      },
+      async (content) => {
+        try {
+          return await spool.write(id, content, config.maxFileSize);
+        } catch (error) {
+          if (error instanceof SpoolTooLargeError) throw new HttpError(413, error.message);
+          throw error;
+        }
+      },
+    );
+    if (spooled === null) {
+      throw new HttpError(400, 'no content: send the content as a multipart part named file');
+    }
+    if (spooled.size === 0) {
+      await spool.remove(spooled.path);
+      throw new EmptyContentError();
+    }
+    await jobs.submit(
+      {
+        id,
+        accountId: principal.accountId,
+        apiKeyId: principal.keyId,
+        apiVersion: version,
+        kind: 'upload',
+        state: 'pending',
+        location: null,
+        spoolPath: spooled.path,
+        metadata: fields.metadata,
+        callback: fields.callback,
+        attempts: 0,
+        runAfter: receivedAt,
+        creationDate: receivedAt,
+      },
+      `received: upload of ${spooled.size} bytes`,
+    );
+    return reply
+      .code(202)
+      .header('location', fileLocation(request, config.publicUrl, version, id))
+      .send({ id });
+  });
+}

@@ -1,0 +1,165 @@
+import type { Logger } from 'pino';
+import type { OutboundOptions } from '../outbound/guarded-http.js';
+import type { Job } from '../store/records.js';
+import type { Spool } from '../store/spool.js';
+import type { Store } from '../store/store.js';
+import { EngineUnavailableError } from './errors.js';
+import type { ApiVersion } from './file-result.js';
+import type { ContentProcessor, Submission } from './process-content.js';
+import { fetchAndScan, RemoteContentError } from './remote-content.js';
+import { WorkLoop } from './work-loop.js';
+
+export interface JobRunnerOptions {
+  concurrency: number;
+  /** Wait before trying again a job whose engine could not scan. */
+  engineRetryMs: number;
+  fetch: OutboundOptions & { maxBytes: number };
+}
+
+/** A job that fails this often for reasons other than the engine becomes an error result. */
+const MAX_ATTEMPTS = 10;
+
+/**
+ * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
+ * A job whose engine is down waits and is tried again; it never becomes a clean result.
+ */
+export class JobRunner {
+  private readonly active = new Map<string, Promise<void>>();
+  private readonly loop: WorkLoop;
+
+  constructor(
+    private readonly store: Store,
+    private readonly spool: Spool,
+    private readonly processor: ContentProcessor,
+    private readonly options: JobRunnerOptions,
+    private readonly logger: Logger,
+  ) {
+    this.loop = new WorkLoop(
+      () => this.tick(),
+      (error) => this.logger.error({ err: error }, 'job loop round failed'),
+    );
+  }
+
+  /** Resumes what a previous process left unfinished, then runs jobs as they come. */
+  async start(): Promise<void> {
+    const resumed = await this.store.jobs.resetProcessing();
+    if (resumed > 0) this.logger.info({ resumed }, 'resuming unfinished jobs');
+    this.loop.start();
+  }
+
+  /** Stores a job with its first trace event; it runs as soon as a slot is free. */
+  async submit(job: Job, received: string): Promise<void> {
+    await this.store.transaction(async (store) => {
+      await store.jobs.insert(job);
+      await store.trace.append(job.id, received, job.creationDate);
+    });
+    this.loop.notify();
+  }
+
+  /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
+  async stop(graceMs: number): Promise<void> {
+    await this.loop.stop();
+    const running = [...this.active.keys()];
+    const timeout = new Promise<'timeout'>((resolve) =>
+      setTimeout(resolve, graceMs, 'timeout').unref(),
+    );
+    if ((await Promise.race([Promise.all(this.active.values()), timeout])) === 'timeout') {
+      const parked = running.filter((id) => this.active.has(id));
+      for (const id of parked) await this.store.jobs.release(id, new Date().toISOString());
+      this.logger.warn({ parked }, 'jobs still running at shutdown were parked for the next start');
+    }
+  }
+
+  private async tick(): Promise<number> {
+    const free = this.options.concurrency - this.active.size;
+    if (free <= 0) return 60_000; // a finishing job wakes the loop
+    const now = new Date().toISOString();
+    const due = (await this.store.jobs.due(now, free + this.active.size)).filter(
+      (id) => !this.active.has(id),
+    );
+    for (const id of due.slice(0, free)) {
+      const job = await this.store.jobs.claim(id);
+      if (job === null) continue; // another worker took it
+      const run = this.run(job).finally(() => {
+        this.active.delete(job.id);
+        this.loop.notify();
+      });
+      this.active.set(job.id, run);
+    }
+    const next = await this.store.jobs.nextDue();
+    if (next === null) return 1000;
+    return Math.min(1000, Date.parse(next) - Date.now());
+  }
+
+  private async run(job: Job): Promise<void> {
+    try {
+      await this.process(job);
+    } catch (error) {
+      if (error instanceof EngineUnavailableError) {
+        const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
+        await this.store.trace.append(job.id, `${error.message}; trying again at ${retryAt}`);
+        await this.store.jobs.release(job.id, retryAt);
+        this.logger.warn({ job: job.id, retryAt }, 'engine unavailable; job will be retried');
+        return;
+      }
+      this.logger.error({ err: error, job: job.id, attempt: job.attempts }, 'job failed');
+      if (job.attempts >= MAX_ATTEMPTS) {
+        await this.processor.recordFailure(
+          job.id,
+          await this.submissionOf(job),
+          'processing failed repeatedly',
+          job.creationDate,
+          [],
+        );
+        await this.removeSpool(job);
+      } else {
+        await this.store.jobs.release(
+          job.id,
+          new Date(Date.now() + this.options.engineRetryMs).toISOString(),
+        );
+      }
+    }
+  }
+
+  private async process(job: Job): Promise<void> {
+    const submission = await this.submissionOf(job);
+    if (job.kind === 'upload') {
+      if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
+      const scanned = await this.processor.scan(this.spool.read(job.spoolPath), job.creationDate);
+      await this.processor.record(scanned, submission, { jobId: job.id });
+      await this.removeSpool(job);
+      return;
+    }
+    try {
+      const { scanned, downloaded } = await fetchAndScan(
+        this.processor,
+        job.location ?? '',
+        this.options.fetch,
+        job.creationDate,
+      );
+      await this.processor.record(scanned, submission, { jobId: job.id, events: [downloaded] });
+    } catch (error) {
+      if (!(error instanceof RemoteContentError)) throw error;
+      // The download cannot succeed as submitted: a finished job with an error, never clean.
+      await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
+    }
+  }
+
+  private async submissionOf(job: Job): Promise<Submission> {
+    const key = await this.store.apiKeys.find(job.apiKeyId);
+    return {
+      principal: {
+        accountId: job.accountId,
+        keyId: job.apiKeyId,
+        detectionCategories: key?.detectionCategories ?? [],
+      },
+      version: job.apiVersion as ApiVersion,
+      metadata: job.metadata,
+      callback: job.callback,
+    };
+  }
+
+  private async removeSpool(job: Job): Promise<void> {
+    if (job.spoolPath !== null) await this.spool.remove(job.spoolPath);
+  }
+}

@@ -1,0 +1,58 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+
+export class SpoolTooLargeError extends Error {}
+
+/**
+ * Content accepted for later processing, kept in the data dir until its result is recorded. A
+ * spool file is complete and on disk (fsync, then rename) before anything refers to it.
+ */
+export class Spool {
+  private readonly dir: string;
+
+  constructor(dataDir: string) {
+    this.dir = join(dataDir, 'spool');
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+  }
+
+  /** Writes the content; returns its path and size. Throws SpoolTooLargeError past `maxBytes`. */
+  async write(
+    id: string,
+    source: AsyncIterable<Buffer>,
+    maxBytes: number,
+  ): Promise<{ path: string; size: number }> {
+    const path = join(this.dir, id);
+    const partial = `${path}.part`;
+    const file = await open(partial, 'w');
+    let size = 0;
+    try {
+      for await (const chunk of source) {
+        size += chunk.length;
+        if (size > maxBytes)
+          throw new SpoolTooLargeError(`the content exceeds the limit of ${maxBytes} bytes`);
+        await file.write(chunk);
+      }
+      await file.datasync();
+    } catch (error) {
+      await file.close();
+      await rm(partial, { force: true });
+      throw error;
+    }
+    await file.close();
+    await rename(partial, path);
+    return { path, size };
+  }
+
+  read(path: string): Readable {
+    return createReadStream(path, { highWaterMark: 1024 * 1024 });
+  }
+
+  async remove(path: string): Promise<void> {
+    await rm(path, { force: true });
+  }
+}

@@ -1,0 +1,92 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { rmSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startServe } from '../helpers/cli.js';
+import { randomContent, sha1, uploadForm } from '../helpers/content.js';
+import { startLocalServer } from '../helpers/local-server.js';
+import { basic, startSharedClamd, tempDir } from '../helpers/service.js';
+
+let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
+before(async () => {
+  clamd = await startSharedClamd();
+});
+after(async () => {
+  await clamd.stop();
+});
+
+const AUTH = basic('key', 'secret');
+const JOBS = 100;
+
+describe('crash safety', () => {
+  test('SIGKILL with 100 async jobs pending: all complete after restart, every callback arrives', async (t) => {
+    const dataDir = tempDir();
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const receiver = await startLocalServer((_request, response) => response.end());
+    t.after(() => receiver.close());
+    const common = {
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      ASSAY_ENGINE_RETRY_MS: '200',
+      ASSAY_CALLBACK_RETRY_BASE_MS: '100',
+    };
+
+    // First life: no engine to be had, so every accepted job is still pending when it dies.
+    const first = await startServe(t, { ...common, ASSAY_CLAMD: '/nonexistent/clamd.sock' });
+    const submitted = new Map<string, string>();
+    for (let i = 0; i < JOBS; i++) {
+      const content = randomContent(2048);
+      const response = await fetch(`${first.url}/v2.2/files/async`, {
+        method: 'POST',
+        headers: { authorization: AUTH },
+        body: uploadForm(content, {
+          callback: `${receiver.url}/hook/${i}`,
+          'metadata[n]': String(i),
+        }),
+      });
+      assert.equal(response.status, 202);
+      const { id } = (await response.json()) as { id: string };
+      submitted.set(id, sha1(content));
+    }
+    first.child.kill('SIGKILL');
+    await once(first.child, 'exit');
+    assert.equal(receiver.requests.length, 0, 'nothing was finished before the crash');
+
+    // Second life, with the engine: the jobs resume from the data dir.
+    const second = await startServe(t, { ...common, ASSAY_CLAMD: clamd.socket });
+    const deadline = Date.now() + 60_000;
+    const done = new Map<string, Record<string, unknown>>();
+    while (done.size < JOBS && Date.now() < deadline) {
+      for (const id of submitted.keys()) {
+        if (done.has(id)) continue;
+        const response = await fetch(`${second.url}/v2.2/files/${id}`, {
+          headers: { authorization: AUTH },
+        });
+        if (response.status === 200)
+          done.set(id, (await response.json()) as Record<string, unknown>);
+        else await response.arrayBuffer();
+      }
+      if (done.size < JOBS) await sleep(200);
+    }
+    assert.equal(done.size, JOBS, `${done.size} of ${JOBS} jobs completed after the restart`);
+    for (const [id, result] of done) {
+      assert.equal(result.checksum, submitted.get(id));
+      assert.deepEqual(result.findings, []);
+    }
+    await receiver.waitFor(JOBS, 30_000);
+    const delivered = new Set(
+      receiver.requests.map((r) => (JSON.parse(r.body.toString()) as { id: string }).id),
+    );
+    assert.deepEqual(
+      [...delivered].sort(),
+      [...submitted.keys()].sort(),
+      'a callback for every job',
+    );
+    second.child.kill('SIGTERM');
+    const [code] = await once(second.child, 'exit');
+    assert.equal(code, 0);
+  });
+});

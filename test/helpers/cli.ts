@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { TestContext } from 'node:test';
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  /** clamd's pid in managed mode, else 0. */
+  clamdPid: number;
+  /** Log messages so far (`msg` of each JSON line). */
+  messages: string[];
+}
+
+/**
+ * Starts the real CLI (`assay serve`) in its own process group, as a terminal would, and reads
+ * its JSON log until it serves. Killed when the test ends.
+ */
+export async function startServe(
+  t: TestContext,
+  env: Record<string, string>,
+): Promise<ServeProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    env: { ...process.env, ASSAY_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const messages: string[] = [];
+  let url = '';
+  let clamdPid = 0;
+  const lines = createInterface({ input: child.stdout ?? process.stdin });
+  for await (const line of lines) {
+    const record = JSON.parse(line) as { msg?: string; url?: string; pid?: number };
+    messages.push(record.msg ?? '');
+    if (record.msg === 'clamd started') clamdPid = record.pid ?? 0;
+    if (record.msg === 'assay is serving') {
+      url = record.url ?? '';
+      break;
+    }
+  }
+  lines.on('line', (line) => messages.push((JSON.parse(line) as { msg?: string }).msg ?? ''));
+  assert.match(
+    url,
+    /^http:\/\/127\.0\.0\.1:\d+$/,
+    `assay serve did not start: ${messages.join(' | ')}`,
+  );
+  return { child, url, clamdPid, messages };
+}

@@ -1,0 +1,206 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eicar } from '../../src/engines/test-content.js';
+import { randomContent, sha1, uploadForm } from '../helpers/content.js';
+import { buildService, startSharedClamd } from '../helpers/service.js';
+
+let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
+before(async () => {
+  clamd = await startSharedClamd();
+});
+after(async () => {
+  await clamd.stop();
+});
+const env = () => ({ ASSAY_CLAMD: clamd.socket });
+
+async function submitAsync(
+  url: string,
+  auth: string,
+  content: Buffer | string,
+  fields = {},
+  version = 'v2.2',
+) {
+  const response = await fetch(`${url}/${version}/files/async`, {
+    method: 'POST',
+    headers: { authorization: auth },
+    body: uploadForm(content, fields),
+  });
+  return { response, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Polls as clients do: 404 while unfinished, then the result. */
+async function pollResult(
+  url: string,
+  auth: string,
+  id: string,
+  version = 'v2.2',
+  timeoutMs = 15_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${url}/${version}/files/${id}`, {
+      headers: { authorization: auth },
+    });
+    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
+    assert.equal(response.status, 404, 'unfinished items answer 404');
+    await response.arrayBuffer();
+    await sleep(20);
+  }
+  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
+}
+
+describe('POST /files/async', () => {
+  test('202 with Location and {id}; the result carries the verdict and the metadata', async (t) => {
+    const svc = await buildService(t, env());
+    const { response, body } = await submitAsync(svc.url, svc.auth, eicar(), {
+      'metadata[ref]': 'x1',
+    });
+    assert.equal(response.status, 202);
+    assert.deepEqual(Object.keys(body), ['id']);
+    assert.match(String(body.id), /^[0-9a-f]{32}$/);
+    assert.equal(response.headers.get('location'), `${svc.url}/v2.2/files/${body.id}`);
+    const result = await pollResult(svc.url, svc.auth, String(body.id));
+    assert.deepEqual(result.findings, ['content.malicious.eicar-test-signature']);
+    assert.deepEqual(result.metadata, { ref: 'x1' });
+    assert.equal(result.checksum, sha1(eicar()));
+    assert.equal(result.id, body.id);
+  });
+
+  test('small content is retrievable (200) within 500 ms of the 202, every time', async (t) => {
+    const svc = await buildService(t, env());
+    for (let i = 0; i < 20; i++) {
+      const content = randomContent(4096);
+      const { body } = await submitAsync(svc.url, svc.auth, content);
+      await sleep(500);
+      const read = await fetch(`${svc.url}/v2.2/files/${body.id}`, {
+        headers: { authorization: svc.auth },
+      });
+      assert.equal(read.status, 200, `submission ${i}`);
+      assert.equal(((await read.json()) as Record<string, unknown>).checksum, sha1(content));
+    }
+  });
+
+  test('v2.0 results have no metadata; errors as for sync uploads', async (t) => {
+    const svc = await buildService(t, env());
+    const { body } = await submitAsync(svc.url, svc.auth, 'hello', { 'metadata[a]': 'b' }, 'v2.0');
+    const result = await pollResult(svc.url, svc.auth, String(body.id), 'v2.0');
+    assert.equal('metadata' in result, false);
+    assert.deepEqual(result.findings, []);
+    const empty = await submitAsync(svc.url, svc.auth, '');
+    assert.equal(empty.response.status, 400);
+    const noFile = await fetch(`${svc.url}/v2.2/files/async`, {
+      method: 'POST',
+      headers: { authorization: svc.auth, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(noFile.status, 400);
+    const anonymous = await fetch(`${svc.url}/v2.2/files/async`, {
+      method: 'POST',
+      body: uploadForm('x'),
+    });
+    assert.equal(anonymous.status, 401);
+  });
+
+  test('over the size limit: 413 and nothing is queued', async (t) => {
+    const svc = await buildService(t, { ...env(), ASSAY_MAX_FILE_SIZE: '1000' });
+    const { response } = await submitAsync(svc.url, svc.auth, randomContent(1001));
+    assert.equal(response.status, 413);
+    const at = await submitAsync(svc.url, svc.auth, randomContent(1000));
+    assert.equal(at.response.status, 202);
+  });
+});
+
+describe('GET /files/{id}/trace (v2.2)', () => {
+  test('lists received, the engine verdict and processed, in order, with timestamps', async (t) => {
+    const svc = await buildService(t, env());
+    const { body } = await submitAsync(svc.url, svc.auth, eicar());
+    await pollResult(svc.url, svc.auth, String(body.id));
+    const response = await fetch(`${svc.url}/v2.2/files/${body.id}/trace`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(response.status, 200);
+    const trace = (await response.json()) as {
+      id: string;
+      events: Array<{ timestamp: string; message: string }>;
+    };
+    assert.equal(trace.id, body.id);
+    const messages = trace.events.map((e) => e.message);
+    assert.match(messages[0] ?? '', /^received: upload of 68 bytes/);
+    assert.ok(
+      messages.some((m) => /^engine clamav \(MALWARE\): found Eicar/.test(m)),
+      messages.join(' | '),
+    );
+    assert.match(messages.at(-1) ?? '', /^processed/);
+    for (const { timestamp } of trace.events) assert.match(timestamp, /^\d{4}-\d\d-\d\dT.*Z$/);
+    const times = trace.events.map((e) => Date.parse(e.timestamp));
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => a - b),
+    );
+  });
+
+  test('404 for unknown ids and for other accounts; not on v2.1', async (t) => {
+    const svc = await buildService(t, env());
+    const unknown = await fetch(`${svc.url}/v2.2/files/${'0'.repeat(32)}/trace`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(unknown.status, 404);
+    const { body } = await submitAsync(svc.url, svc.auth, 'hello');
+    const other = await svc.createAccountKey();
+    const foreign = await fetch(`${svc.url}/v2.2/files/${body.id}/trace`, {
+      headers: { authorization: other.auth },
+    });
+    assert.equal(foreign.status, 404);
+    const v21 = await fetch(`${svc.url}/v2.1/files/${body.id}/trace`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(v21.status, 404);
+  });
+
+  test('sync uploads have a trace too', async (t) => {
+    const svc = await buildService(t, env());
+    const upload = await fetch(`${svc.url}/v2.2/files`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: uploadForm('hello'),
+    });
+    const { id } = (await upload.json()) as { id: string };
+    const trace = (await (
+      await fetch(`${svc.url}/v2.2/files/${id}/trace`, { headers: { authorization: svc.auth } })
+    ).json()) as { events: Array<{ message: string }> };
+    assert.deepEqual(
+      trace.events.map((e) => e.message.split(':')[0]),
+      ['received', 'engine clamav (MALWARE)', 'processed'],
+    );
+  });
+});
+
+describe('when the engine is down', () => {
+  test('async work waits and is retried; it never becomes a clean result', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: 'managed', ASSAY_ENGINE_RETRY_MS: '200' });
+    const managed = svc.service.managedClamd;
+    assert.ok(managed);
+    await managed.stop();
+    const { response, body } = await submitAsync(svc.url, svc.auth, eicar());
+    assert.equal(response.status, 202, 'the promise is made: content and job are durable');
+    await sleep(800);
+    const pending = await fetch(`${svc.url}/v2.2/files/${body.id}`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(pending.status, 404, 'no result while the engine is down');
+    const trace = (await (
+      await fetch(`${svc.url}/v2.2/files/${body.id}/trace`, {
+        headers: { authorization: svc.auth },
+      })
+    ).json()) as { events: Array<{ message: string }> };
+    assert.ok(
+      trace.events.some((e) => /could not scan/.test(e.message)),
+      JSON.stringify(trace.events),
+    );
+    await managed.start();
+    const result = await pollResult(svc.url, svc.auth, String(body.id));
+    assert.deepEqual(result.findings, ['content.malicious.eicar-test-signature']);
+  });
+});
