@@ -194,7 +194,7 @@ export class AddressPolicy {
 
   /** Reason the IP is refused, or null when it may be contacted. `hostname` is the name in the URL (an allowlisted host name lets any of its addresses through). */
   refusal(ip: string, hostname: string): string | null {
-    const bare = withoutScope(ip);
+    const bare = withoutScope(ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip);
     const family = isIP(bare);
     if (family === 0) return `${ip} is not an IP address`;
     if (this.hostAllowed(hostname)) return null;

@@ -137,7 +137,8 @@ class Operation {
     this.timer = setTimeout(() => {
       this.fail(new OutboundError(`timed out after ${totalTimeoutMs} ms ${doing()}`));
     }, totalTimeoutMs);
-    this.timer.unref();
+    // Not unref'd: it is cleared when the operation ends, and until then it is what ends an
+    // operation waiting on something that holds no handle (a resolver that never answers).
   }
 
   get signal(): AbortSignal {
