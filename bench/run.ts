@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { benchAsync } from './async.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
 
 const MB = 1024 * 1024;
@@ -58,6 +59,8 @@ async function startAssay(
       ASSAY_CLAMD: socket,
       ASSAY_BOOTSTRAP_CREDENTIALS: 'bench:bench-secret',
       ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      // The async scenario's callback receiver listens on this machine.
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -224,6 +227,18 @@ async function main() {
           `assay ${viaAssay.perSecond.toFixed(1)}/s)`;
         ratios.push(line);
       }
+      console.log('');
+    }
+    if (only === undefined || 'async'.includes(only)) {
+      console.log('== async processing and callbacks');
+      const lines = await benchAsync(
+        assay.url,
+        AUTH,
+        Number(process.env.BENCH_ASYNC_JOBS ?? 500),
+        4,
+      );
+      for (const line of lines) console.log(`  ${line}`);
+      ratios.push(...lines);
       console.log('');
     }
     const memory = memoryOf(pid);

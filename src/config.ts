@@ -54,7 +54,7 @@ export const SETTINGS = {
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },
   ASSAY_FETCH_ALLOW: { default: '', doc: 'CIDRs and host names outbound requests may reach.' },
   ASSAY_FETCH_TIMEOUT: { default: '300', doc: 'Seconds a remote download may take in all.' },
-  ASSAY_JOB_CONCURRENCY: { default: '4', doc: 'Asynchronous items processed at once.' },
+  ASSAY_JOB_CONCURRENCY: { default: '8', doc: 'Asynchronous items processed at once.' },
   ASSAY_ENGINE_RETRY_MS: { default: '5000', doc: 'Wait before retrying a job the engine missed.' },
   ASSAY_CALLBACK_RETRY_BASE_MS: { default: '10000', doc: 'First callback retry delay (doubles).' },
   ASSAY_CALLBACK_MAX_AGE: {
