@@ -35,6 +35,7 @@ export interface Config {
   engineRetryMs: number;
   callbackRetryBaseMs: number;
   callbackMaxAgeMs: number;
+  shutdownGraceMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -61,6 +62,7 @@ export const SETTINGS = {
     default: '86400',
     doc: 'Seconds a callback is retried before giving up.',
   },
+  ASSAY_SHUTDOWN_GRACE: { default: '10', doc: 'Seconds shutdown lets running jobs finish.' },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -178,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     engineRetryMs: integer(env, 'ASSAY_ENGINE_RETRY_MS', 10, 3_600_000),
     callbackRetryBaseMs: integer(env, 'ASSAY_CALLBACK_RETRY_BASE_MS', 10, 3_600_000),
     callbackMaxAgeMs: integer(env, 'ASSAY_CALLBACK_MAX_AGE', 1, 30 * 86_400) * 1000,
+    shutdownGraceMs: integer(env, 'ASSAY_SHUTDOWN_GRACE', 0, 3600) * 1000,
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

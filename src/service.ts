@@ -15,8 +15,6 @@ import { ContentScanner } from './processing/scan-content.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
 
-/** How long shutdown waits for running jobs and callback attempts before parking them. */
-const SHUTDOWN_GRACE_MS = 10_000;
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
 
@@ -136,7 +134,7 @@ export async function startService(
         // running jobs finish (or park them for the next start), then the engines go.
         stopped ??= app
           .close()
-          .then(() => jobs.stop(SHUTDOWN_GRACE_MS))
+          .then(() => jobs.stop(config.shutdownGraceMs))
           .then(() => callbacks.stop(CALLBACK_GRACE_MS))
           .then(release);
         return stopped;

@@ -60,8 +60,32 @@ export function registerAdminCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (options) => {
       await withStore(async (store) => {
-        const list = await store.accounts.list();
+        // Callback secrets only with `account show`: a listing is for overviews.
+        const list = (await store.accounts.list()).map(
+          ({ callbackSecret: _hidden, ...rest }) => rest,
+        );
         print(options.json, list, list.map((a) => `${a.id}  ${a.name}`).join('\n'));
+      });
+    });
+
+  account
+    .command('show <id>')
+    .description('show an account, with the secret that signs its callbacks')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options) => {
+      await withStore(async (store) => {
+        const found = await store.accounts.find(id);
+        if (found === null) throw new InvalidArgumentError(`no account ${id}`);
+        const text = [
+          `id:              ${found.id}`,
+          `name:            ${found.name}`,
+          `billing email:   ${found.billingEmail}`,
+          `subscription:    ${found.subscription}`,
+          `balance:         ${found.balance}`,
+          `created:         ${found.creationDate}`,
+          `callback secret: ${found.callbackSecret}`,
+        ].join('\n');
+        print(options.json, found, text);
       });
     });
 

@@ -38,6 +38,12 @@ describe('assay admin', () => {
     const accountId = JSON.parse(account.stdout).id as string;
     assert.match(accountId, /^[0-9a-f]{32}$/);
 
+    const shown = assay(svc.dataDir, 'admin', 'account', 'show', accountId, '--json');
+    assert.equal(shown.status, 0, shown.stderr);
+    assert.match(JSON.parse(shown.stdout).callbackSecret, /^[0-9a-f]{64}$/);
+    const listedAccounts = assay(svc.dataDir, 'admin', 'account', 'list', '--json');
+    assert.doesNotMatch(listedAccounts.stdout, /callbackSecret/);
+
     const created = assay(svc.dataDir, 'admin', 'key', 'create', '--account', accountId, '--json');
     assert.equal(created.status, 0, created.stderr);
     const { key, secret } = JSON.parse(created.stdout) as { key: string; secret: string };
