@@ -28,7 +28,7 @@ export class ResultRecorder {
     const recorded = await this.store.transaction(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
-      for (const event of events) await store.trace.append(file.id, event.message, event.timestamp);
+      await store.trace.appendAll(file.id, events);
       if (file.callback !== null) {
         await store.callbacks.enqueue({
           id: newId(),
