@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
-import { basic, buildService, startSharedClamd, tempDir } from '../helpers/service.js';
+import { describe, test } from 'node:test';
+import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
 function assay(dataDir: string, ...args: string[]) {
@@ -14,13 +14,7 @@ function assay(dataDir: string, ...args: string[]) {
   return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
 }
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 describe('assay admin', () => {
   test('creates an account and a key whose secret works once printed; disable gives 401', async (t) => {

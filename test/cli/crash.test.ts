@@ -2,20 +2,14 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startServe } from '../helpers/cli.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
-import { basic, startSharedClamd, tempDir } from '../helpers/service.js';
+import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 const AUTH = basic('key', 'secret');
 const JOBS = 100;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import { type Logger, pino } from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
@@ -40,6 +40,26 @@ export async function startSharedClamd(): Promise<{
     async stop() {
       await clamd.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The shared clamd of a test file: started before its tests, stopped after them. Read `socket`
+ * inside tests (it exists only once the file's `before` has run).
+ */
+export function useSharedClamd(): { readonly socket: string } {
+  let clamd: Awaited<ReturnType<typeof startSharedClamd>> | null = null;
+  before(async () => {
+    clamd = await startSharedClamd();
+  });
+  after(async () => {
+    await clamd?.stop();
+  });
+  return {
+    get socket() {
+      if (clamd === null) throw new Error('the shared clamd is not started yet');
+      return clamd.socket;
     },
   };
 }

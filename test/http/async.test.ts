@@ -1,18 +1,12 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
 
 async function submitAsync(

@@ -1,20 +1,14 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
 import { uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 /** Fast retries for tests; receivers live on 127.0.0.1, allowed by setting. */
 const env = () => ({

@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { uploadForm } from '../helpers/content.js';
-import { basic, buildService, startSharedClamd } from '../helpers/service.js';
+import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -5,12 +5,11 @@ import { eicar } from '../../src/engines/test-content.js';
 import { uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { guardRefused } from '../helpers/loopback-only.js';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
+const clamd = useSharedClamd();
 let content: LocalServer;
 before(async () => {
-  clamd = await startSharedClamd();
   // A stand-in for the internet: serves EICAR, 404s, a redirect to a private address, a stall.
   content = await startLocalServer(async (request, response) => {
     if (request.url === '/eicar.txt') return void response.end(eicar());
@@ -33,7 +32,6 @@ before(async () => {
 });
 after(async () => {
   await content.close();
-  await clamd.stop();
   assert.deepEqual(
     guardRefused,
     [],

@@ -1,20 +1,14 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { eicar } from '../../src/engines/test-content.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 import { zipStored as zip } from '../helpers/zip.js';
 
 const TESTFILES = '/usr/share/clamav-testfiles';
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
 

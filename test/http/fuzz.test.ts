@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { describe, test } from 'node:test';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 /** A small seeded generator (mulberry32): a failing case can be replayed from its seed. */
 function generator(seed: number) {

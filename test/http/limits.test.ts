@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { asBlob, sha1 } from '../helpers/content.js';
-import { buildService, startSharedClamd } from '../helpers/service.js';
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 const MB = 1024 * 1024;
 const BOUNDARY = 'assay-test-boundary';

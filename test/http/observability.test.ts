@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
-import { basic, buildService, startSharedClamd } from '../helpers/service.js';
+import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
-let clamd: Awaited<ReturnType<typeof startSharedClamd>>;
-before(async () => {
-  clamd = await startSharedClamd();
-});
-after(async () => {
-  await clamd.stop();
-});
+const clamd = useSharedClamd();
 
 /** The service's real logger, writing into memory. */
 function capturedLogger() {
