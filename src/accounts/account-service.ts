@@ -4,6 +4,7 @@ import {
   type ApiKey,
   DETECTION_CATEGORIES,
   type DetectionCategory,
+  type Token,
 } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import {
@@ -17,9 +18,20 @@ import {
 /** Who a request acts as, once its credentials are checked. */
 export interface Principal {
   accountId: string;
+  /** The API key, or for a token the key that created it (its categories and limits apply). */
   keyId: string;
+  /** Set when a temporary token authenticated: tokens may process and read, not administer. */
+  tokenId: string | null;
   detectionCategories: DetectionCategory[];
+  /** The account enforces its balance and has none left: submissions are refused. */
+  balanceExhausted: boolean;
 }
+
+/** Token lifetimes in seconds: default and bounds. */
+export const TOKEN_TIMEOUT = { default: 300, min: 1, max: 86_400 } as const;
+/** A key's last_seen_date is written at most this often, not on every request. */
+const LAST_SEEN_INTERVAL_MS = 60_000;
+const TOKEN_ID = /^[0-9a-f]{32}$/;
 
 export interface CreatedKey {
   key: ApiKey;
@@ -37,6 +49,8 @@ function nowToSecond(): string {
 }
 
 export class AccountService {
+  private readonly lastSeenWritten = new Map<string, number>();
+
   constructor(private readonly store: Store) {}
 
   async createAccount(input: {
@@ -102,15 +116,58 @@ export class AccountService {
     return 'created';
   }
 
-  /** Checks Basic credentials in constant time; null for unknown, wrong or disabled keys. */
-  async authenticate(keyId: string, secret: string): Promise<Principal | null> {
-    const key = await this.store.apiKeys.find(keyId);
-    if (key === null) return secretMatchesUnknownKey(secret) || null;
-    if (!secretMatches(secret, key.secretHash) || !key.active) return null;
+  /**
+   * Checks Basic credentials: a key and its secret (compared in constant time), or a token id
+   * with an empty password. Null for unknown, wrong, disabled, expired or deleted credentials.
+   */
+  async authenticate(user: string, password: string): Promise<Principal | null> {
+    if (password === '' && TOKEN_ID.test(user)) return this.authenticateToken(user);
+    const key = await this.store.apiKeys.find(user);
+    if (key === null) return secretMatchesUnknownKey(password) || null;
+    if (!secretMatches(password, key.secretHash) || !key.active) return null;
+    return this.principal(key, null);
+  }
+
+  private async authenticateToken(id: string): Promise<Principal | null> {
+    const token = await this.store.tokens.find(id);
+    if (token === null || Date.parse(token.expirationDate) <= Date.now()) return null;
+    const key = await this.store.apiKeys.find(token.apiKeyId);
+    // A disabled key takes the tokens it created with it.
+    if (key === null || !key.active) return null;
+    return this.principal(key, token.id);
+  }
+
+  private async principal(key: ApiKey, tokenId: string | null): Promise<Principal | null> {
+    const account = await this.store.accounts.find(key.accountId);
+    if (account === null) return null;
+    await this.noteSeen(key);
     return {
       accountId: key.accountId,
       keyId: key.id,
+      tokenId,
       detectionCategories: key.detectionCategories,
+      balanceExhausted: account.enforceBalance && account.balance <= 0,
     };
+  }
+
+  private async noteSeen(key: ApiKey): Promise<void> {
+    const now = Date.now();
+    if (now - (this.lastSeenWritten.get(key.id) ?? 0) < LAST_SEEN_INTERVAL_MS) return;
+    this.lastSeenWritten.set(key.id, now);
+    await this.store.apiKeys.setLastSeen(key.id, nowToSecond());
+  }
+
+  /** A token for the principal's key, valid for `timeoutSeconds` from now to the millisecond. */
+  async createToken(principal: Principal, timeoutSeconds: number): Promise<Token> {
+    const created = Date.now();
+    const token: Token = {
+      id: newId(),
+      accountId: principal.accountId,
+      apiKeyId: principal.keyId,
+      creationDate: new Date(created).toISOString(),
+      expirationDate: new Date(created + timeoutSeconds * 1000).toISOString(),
+    };
+    await this.store.tokens.insert(token);
+    return token;
   }
 }

@@ -151,7 +151,10 @@ export class JobRunner {
       principal: {
         accountId: job.accountId,
         keyId: job.apiKeyId,
+        tokenId: null,
         detectionCategories: key?.detectionCategories ?? [],
+        // Accepted work is finished even if the balance ran out since: it was paid for at submission.
+        balanceExhausted: false,
       },
       version: job.apiVersion as ApiVersion,
       metadata: job.metadata,

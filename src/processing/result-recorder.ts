@@ -28,6 +28,8 @@ export class ResultRecorder {
     const recorded = await this.store.transaction(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
+      // Each processed item costs one credit; a failed download processed nothing.
+      if (file.findings !== null) await store.accounts.consume(file.accountId, 1);
       await store.trace.appendAll(file.id, events);
       if (file.callback !== null) {
         await store.callbacks.enqueue({

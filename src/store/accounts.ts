@@ -47,6 +47,39 @@ export class AccountRepository {
     return row ? toAccount(row) : null;
   }
 
+  /** Takes `credits` from the balance (it may go below zero when submissions race). */
+  async consume(id: string, credits: number): Promise<void> {
+    await this.db
+      .updateTable('accounts')
+      .set((eb) => ({ balance: eb('balance', '-', credits) }))
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async update(
+    id: string,
+    changes: Partial<
+      Pick<Account, 'name' | 'billingEmail' | 'subscription' | 'balance' | 'enforceBalance'>
+    >,
+    modificationDate: string,
+  ): Promise<boolean> {
+    const result = await this.db
+      .updateTable('accounts')
+      .set({
+        ...(changes.name === undefined ? {} : { name: changes.name }),
+        ...(changes.billingEmail === undefined ? {} : { billing_email: changes.billingEmail }),
+        ...(changes.subscription === undefined ? {} : { subscription: changes.subscription }),
+        ...(changes.balance === undefined ? {} : { balance: changes.balance }),
+        ...(changes.enforceBalance === undefined
+          ? {}
+          : { enforce_balance: changes.enforceBalance ? 1 : 0 }),
+        modification_date: modificationDate,
+      })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   async list(): Promise<Account[]> {
     const rows = await this.db
       .selectFrom('accounts')

@@ -49,6 +49,14 @@ export class ApiKeyRepository {
     return (await query.execute()).map(toApiKey);
   }
 
+  async setLastSeen(id: string, date: string): Promise<void> {
+    await this.db
+      .updateTable('api_keys')
+      .set({ last_seen_date: date })
+      .where('id', '=', id)
+      .execute();
+  }
+
   /** Returns false when no such key exists. */
   async setActive(id: string, active: boolean): Promise<boolean> {
     const result = await this.db

@@ -82,3 +82,18 @@ export interface CallbackDelivery {
   creationDate: string;
   finishedDate: string | null;
 }
+
+export interface Token {
+  id: string;
+  accountId: string;
+  apiKeyId: string;
+  creationDate: string;
+  expirationDate: string;
+}
+
+export interface User {
+  accountId: string;
+  email: string;
+  creationDate: string;
+  lastLoginDate: string | null;
+}

@@ -84,6 +84,22 @@ export interface CallbackDeliveriesTable {
   finished_date: string | null;
 }
 
+export interface TokensTable {
+  id: string;
+  account_id: string;
+  /** The key that created it: the token acts with that key's categories and limits. */
+  api_key_id: string;
+  creation_date: string;
+  expiration_date: string;
+}
+
+export interface UsersTable {
+  account_id: string;
+  email: string;
+  creation_date: string;
+  last_login_date: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -91,4 +107,6 @@ export interface Database {
   jobs: JobsTable;
   trace_events: TraceEventsTable;
   callback_deliveries: CallbackDeliveriesTable;
+  tokens: TokensTable;
+  users: UsersTable;
 }

@@ -18,13 +18,17 @@ import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
 import * as jobsTraceCallbacks from './migrations/0002-jobs-trace-callbacks.js';
+import * as tokensUsers from './migrations/0003-tokens-users.js';
 import type { Database } from './schema.js';
+import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
+import { UserRepository } from './users.js';
 
 /** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-jobs-trace-callbacks': jobsTraceCallbacks,
+  '0003-tokens-users': tokensUsers,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -41,6 +45,8 @@ export class Store {
   readonly jobs: JobRepository;
   readonly trace: TraceRepository;
   readonly callbacks: CallbackOutbox;
+  readonly tokens: TokenRepository;
+  readonly users: UserRepository;
 
   constructor(readonly db: Kysely<Database>) {
     this.accounts = new AccountRepository(db);
@@ -49,6 +55,8 @@ export class Store {
     this.jobs = new JobRepository(db);
     this.trace = new TraceRepository(db);
     this.callbacks = new CallbackOutbox(db);
+    this.tokens = new TokenRepository(db);
+    this.users = new UserRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */

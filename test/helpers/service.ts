@@ -7,7 +7,7 @@ import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { type RunningService, startService } from '../../src/service.js';
-import { openSqliteStore } from '../../src/store/store.js';
+import { openSqliteStore, type Store } from '../../src/store/store.js';
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -73,6 +73,8 @@ export interface TestService {
   /** `Authorization` header value of the test key. */
   auth: string;
   service: RunningService;
+  /** The service's store, for setting up what the API cannot (users, balances). */
+  store: Store;
   /** Signs the account's callbacks. */
   callbackSecret: string;
   /** Creates another account with one key, for isolation tests. */
@@ -120,5 +122,5 @@ export async function buildService(
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return { url: service.url, dataDir, service, ...first, createAccountKey };
+  return { url: service.url, dataDir, service, store, ...first, createAccountKey };
 }

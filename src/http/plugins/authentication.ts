@@ -51,3 +51,21 @@ export function principalOf(request: FastifyRequest): Principal {
   if (request.principal === null) throw new Error('route is missing the authenticate hook');
   return request.principal;
 }
+
+/** The principal of a request that submits content: refused (403) when its balance is spent. */
+export function submitterOf(request: FastifyRequest): Principal {
+  const principal = principalOf(request);
+  if (principal.balanceExhausted) {
+    throw new HttpError(403, 'the account has no balance left: nothing was processed');
+  }
+  return principal;
+}
+
+/** The principal of an administrative request: API keys only, never a temporary token. */
+export function keyHolderOf(request: FastifyRequest): Principal {
+  const principal = principalOf(request);
+  if (principal.tokenId !== null) {
+    throw new HttpError(403, 'temporary tokens may not use this resource; use an API key');
+  }
+  return principal;
+}

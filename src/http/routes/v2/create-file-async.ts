@@ -5,7 +5,7 @@ import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js
 import { SpoolTooLargeError } from '../../../store/spool.js';
 import { HttpError } from '../../http-error.js';
 import { readUploadForm } from '../../multipart-submission.js';
-import { principalOf } from '../../plugins/authentication.js';
+import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
 
 /**
@@ -20,7 +20,7 @@ export default async function createFileAsync(
   const { version } = options;
 
   app.post('/files/async', async (request, reply) => {
-    const principal = principalOf(request);
+    const principal = submitterOf(request);
     const id = newId();
     const receivedAt = new Date().toISOString();
     const { file: spooled, fields } = await readUploadForm(

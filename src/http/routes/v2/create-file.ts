@@ -4,7 +4,7 @@ import type { Submission } from '../../../processing/process-content.js';
 import { fetchAndScan, RemoteContentError } from '../../../processing/remote-content.js';
 import { HttpError } from '../../http-error.js';
 import { readUploadForm } from '../../multipart-submission.js';
-import { principalOf } from '../../plugins/authentication.js';
+import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
 
 const REMOTE_STATUS = { refused: 400, 'too-large': 413, unavailable: 502 } as const;
@@ -18,7 +18,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
   const { version } = options;
 
   app.post('/files', async (request, reply) => {
-    const principal = principalOf(request);
+    const principal = submitterOf(request);
     const { file: scanned, fields } = await readUploadForm(
       request,
       {

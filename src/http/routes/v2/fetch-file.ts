@@ -4,7 +4,7 @@ import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js
 import { redactUrl } from '../../../processing/urls.js';
 import { HttpError } from '../../http-error.js';
 import { FieldCollector, parseHttpUrl } from '../../multipart-submission.js';
-import { principalOf } from '../../plugins/authentication.js';
+import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
 
 /**
@@ -16,7 +16,7 @@ export default async function fetchFile(app: FastifyInstance, options: { version
   const { version } = options;
 
   app.post('/files/fetch', async (request, reply) => {
-    const principal = principalOf(request);
+    const principal = submitterOf(request);
     if (!(request.body instanceof URLSearchParams)) {
       throw new HttpError(
         400,

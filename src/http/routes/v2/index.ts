@@ -4,9 +4,11 @@ import type { ApiVersion } from '../../../processing/file-result.js';
 import createFile from './create-file.js';
 import createFileAsync from './create-file-async.js';
 import fetchFile from './fetch-file.js';
+import getAccount from './get-account.js';
 import getFile from './get-file.js';
 import getTrace from './get-trace.js';
 import ping from './ping.js';
+import tokens from './tokens.js';
 
 export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
 
@@ -28,5 +30,7 @@ export default async function v2Routes(app: FastifyInstance, options: { version:
   await app.register(getFile, { version });
   await app.register(createFileAsync, { version });
   await app.register(fetchFile, { version });
+  await app.register(tokens, { version });
+  if (version !== 'v2.0') await app.register(getAccount);
   if (version === 'v2.2') await app.register(getTrace);
 }

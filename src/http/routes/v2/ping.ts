@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { principalOf } from '../../plugins/authentication.js';
 
-/** GET /ping: checks credentials and names the key that authenticated. */
+/** GET /ping: checks credentials and names the key (or token) that authenticated. */
 export default async function ping(app: FastifyInstance) {
-  app.get('/ping', async (request) => ({ message: 'pong', key: principalOf(request).keyId }));
+  app.get('/ping', async (request) => {
+    const principal = principalOf(request);
+    return { message: 'pong', key: principal.tokenId ?? principal.keyId };
+  });
 }

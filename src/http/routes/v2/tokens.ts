@@ -1,0 +1,64 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { TOKEN_TIMEOUT } from '../../../accounts/account-service.js';
+import type { ApiVersion } from '../../../processing/file-result.js';
+import type { Token } from '../../../store/records.js';
+import { HttpError } from '../../http-error.js';
+import { keyHolderOf } from '../../plugins/authentication.js';
+import { resourceLocation } from './locations.js';
+
+function renderToken(token: Token) {
+  return { id: token.id, creation_date: token.creationDate, expiration_date: token.expirationDate };
+}
+
+/** `timeout` (form-encoded, integer seconds): absent means the default; anything odd is a 400. */
+function timeoutOf(request: FastifyRequest): number {
+  const raw = request.body instanceof URLSearchParams ? request.body.get('timeout') : null;
+  if (raw === null || raw === '') return TOKEN_TIMEOUT.default;
+  const seconds = /^\d{1,6}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!(seconds >= TOKEN_TIMEOUT.min && seconds <= TOKEN_TIMEOUT.max)) {
+    throw new HttpError(
+      400,
+      `timeout must be a whole number of seconds from ${TOKEN_TIMEOUT.min} to ${TOKEN_TIMEOUT.max}`,
+    );
+  }
+  return seconds;
+}
+
+/**
+ * Temporary tokens: POST /auth/tokens (with or without the trailing slash), GET and DELETE
+ * /auth/tokens/{id}. Only API keys manage tokens; a token cannot mint another.
+ */
+export default async function tokens(app: FastifyInstance, options: { version: ApiVersion }) {
+  const { accounts, store, config } = app.services;
+
+  for (const url of ['/auth/tokens', '/auth/tokens/']) {
+    app.post(url, async (request, reply) => {
+      const principal = keyHolderOf(request);
+      const token = await accounts.createToken(principal, timeoutOf(request));
+      const location = resourceLocation(
+        request,
+        config.publicUrl,
+        options.version,
+        `auth/tokens/${token.id}`,
+      );
+      return reply.code(201).header('location', location).send(renderToken(token));
+    });
+  }
+
+  app.get<{ Params: { id: string } }>('/auth/tokens/:id', async (request) => {
+    const principal = keyHolderOf(request);
+    const token = await store.tokens.find(request.params.id);
+    if (token === null || token.accountId !== principal.accountId) {
+      throw new HttpError(404, `no token with id ${request.params.id}`);
+    }
+    return renderToken(token);
+  });
+
+  app.delete<{ Params: { id: string } }>('/auth/tokens/:id', async (request, reply) => {
+    const principal = keyHolderOf(request);
+    if (!(await store.tokens.delete(principal.accountId, request.params.id))) {
+      throw new HttpError(404, `no token with id ${request.params.id}`);
+    }
+    return reply.code(204).send();
+  });
+}
