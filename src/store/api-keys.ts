@@ -57,6 +57,27 @@ export class ApiKeyRepository {
       .execute();
   }
 
+  /** Replaces the given fields; false when no such key exists. */
+  async update(
+    id: string,
+    changes: { tags?: string[]; detectionCategories?: DetectionCategory[] },
+  ): Promise<boolean> {
+    if (changes.tags === undefined && changes.detectionCategories === undefined) {
+      return (await this.find(id)) !== null;
+    }
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({
+        ...(changes.tags === undefined ? {} : { tags: JSON.stringify(changes.tags) }),
+        ...(changes.detectionCategories === undefined
+          ? {}
+          : { detection_categories: JSON.stringify(changes.detectionCategories) }),
+      })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   /** Returns false when no such key exists. */
   async setActive(id: string, active: boolean): Promise<boolean> {
     const result = await this.db

@@ -72,6 +72,109 @@ describe('assay admin', () => {
     assert.equal(again.status, 200);
   });
 
+  test('account update, user add, key categories and tags, token list and revoke', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const ok = (...args: string[]) => {
+      const result = assay(svc.dataDir, 'admin', ...args);
+      assert.equal(result.status, 0, `${args.join(' ')}: ${result.stderr}`);
+      return result.stdout;
+    };
+    ok(
+      'account',
+      'update',
+      svc.accountId,
+      '--name',
+      'Renamed',
+      '--billing-email',
+      'bill@example.com',
+      '--subscription',
+      'pro',
+      '--balance',
+      '7',
+      '--enforce-balance',
+    );
+    ok('user', 'add', '--account', svc.accountId, '--email', 'ops@example.com');
+    const { key } = JSON.parse(
+      ok(
+        'key',
+        'create',
+        '--account',
+        svc.accountId,
+        '--category',
+        'malware',
+        '--tag',
+        'ci',
+        '--json',
+      ),
+    ) as { key: string };
+    ok(
+      'key',
+      'update',
+      svc.keyId,
+      '--tag',
+      'a',
+      '--tag',
+      'b',
+      '--category',
+      'MALWARE',
+      '--category',
+      'NSFW_IMAGE',
+    );
+
+    const account = (await (
+      await fetch(`${svc.url}/v2.2/account.json`, { headers: { authorization: svc.auth } })
+    ).json()) as {
+      name: string;
+      billing_email: string;
+      subscription: string;
+      balance: number;
+      users: Record<string, unknown>;
+      keys: Record<string, { tags: string[]; detection_categories_enabled: string[] }>;
+    };
+    assert.equal(account.name, 'Renamed');
+    assert.equal(account.billing_email, 'bill@example.com');
+    assert.equal(account.subscription, 'pro');
+    assert.equal(account.balance, 7);
+    assert.deepEqual(Object.keys(account.users), ['ops@example.com']);
+    assert.deepEqual(account.keys[svc.keyId]?.tags, ['a', 'b']);
+    assert.deepEqual(account.keys[svc.keyId]?.detection_categories_enabled, [
+      'MALWARE',
+      'NSFW_IMAGE',
+    ]);
+    assert.deepEqual(account.keys[key]?.detection_categories_enabled, ['MALWARE']);
+    assert.deepEqual(account.keys[key]?.tags, ['ci']);
+
+    const created = await fetch(`${svc.url}/v2.2/auth/tokens`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+    });
+    const { id: tokenId } = (await created.json()) as { id: string };
+    const listed = JSON.parse(ok('token', 'list', '--account', svc.accountId, '--json')) as Array<{
+      id: string;
+    }>;
+    assert.deepEqual(
+      listed.map((token) => token.id),
+      [tokenId],
+    );
+    ok('token', 'revoke', tokenId);
+    const refused = await fetch(`${svc.url}/v2.2/ping`, {
+      headers: { authorization: basic(tokenId, '') },
+    });
+    assert.equal(refused.status, 401);
+    const unknown = assay(
+      svc.dataDir,
+      'admin',
+      'key',
+      'create',
+      '--account',
+      svc.accountId,
+      '--category',
+      'NOPE',
+    );
+    assert.notEqual(unknown.status, 0);
+    assert.match(unknown.stderr, /unknown category/);
+  });
+
   test('clear errors for unknown accounts and keys', () => {
     const dataDir = tempDir();
     try {

@@ -1,0 +1,115 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { nonNegativeInteger, print, withStore } from './admin-support.js';
+
+/** `assay admin account …` and `assay admin user …`. */
+export function registerAccountCommands(admin: Command): void {
+  const account = admin.command('account').description('accounts');
+  account
+    .command('create')
+    .description('create an account and print its id')
+    .requiredOption('--name <name>', 'account name')
+    .option('--billing-email <email>', 'billing e-mail', '')
+    .option('--subscription <plan>', 'subscription plan name', '')
+    .option('--balance <n>', 'starting balance', nonNegativeInteger, 0)
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      await withStore(async (_store, accounts) => {
+        const created = await accounts.createAccount({
+          name: options.name,
+          billingEmail: options.billingEmail,
+          subscription: options.subscription,
+          balance: options.balance,
+        });
+        print(options.json, created, created.id);
+      });
+    });
+
+  account
+    .command('list')
+    .description('list accounts')
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      await withStore(async (store) => {
+        // Callback secrets only with `account show`: a listing is for overviews.
+        const list = (await store.accounts.list()).map(
+          ({ callbackSecret: _hidden, ...rest }) => rest,
+        );
+        print(options.json, list, list.map((a) => `${a.id}  ${a.name}`).join('\n'));
+      });
+    });
+
+  account
+    .command('show <id>')
+    .description('show an account, with the secret that signs its callbacks')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options) => {
+      await withStore(async (store) => {
+        const found = await store.accounts.find(id);
+        if (found === null) throw new InvalidArgumentError(`no account ${id}`);
+        const text = [
+          `id:              ${found.id}`,
+          `name:            ${found.name}`,
+          `billing email:   ${found.billingEmail}`,
+          `subscription:    ${found.subscription}`,
+          `balance:         ${found.balance}`,
+          `created:         ${found.creationDate}`,
+          `callback secret: ${found.callbackSecret}`,
+        ].join('\n');
+        print(options.json, found, text);
+      });
+    });
+
+  account
+    .command('update <id>')
+    .description(
+      'change an account: name, billing e-mail, subscription, balance and its enforcement',
+    )
+    .option('--name <name>', 'account name')
+    .option('--billing-email <email>', 'billing e-mail')
+    .option('--subscription <plan>', 'subscription plan name')
+    .option('--balance <n>', 'current balance', nonNegativeInteger)
+    .option('--enforce-balance', 'refuse submissions (403) once the balance is spent')
+    .option('--no-enforce-balance', 'process whatever the balance')
+    .action(async (id: string, options) => {
+      await withStore(async (store) => {
+        const changed = await store.accounts.update(
+          id,
+          {
+            name: options.name,
+            billingEmail: options.billingEmail,
+            subscription: options.subscription,
+            balance: options.balance,
+            enforceBalance: options.enforceBalance,
+          },
+          `${new Date().toISOString().slice(0, 19)}Z`,
+        );
+        if (!changed) throw new InvalidArgumentError(`no account ${id}`);
+        console.log(`${id} updated`);
+      });
+    });
+
+  admin
+    .command('user')
+    .description('users of an account')
+    .command('add')
+    .description('add a user (listed in the account resource)')
+    .requiredOption('--account <id>', 'account id')
+    .requiredOption('--email <email>', 'e-mail address')
+    .action(async (options) => {
+      await withStore(async (store) => {
+        if ((await store.accounts.find(options.account)) === null) {
+          throw new InvalidArgumentError(`no account ${options.account}`);
+        }
+        if (!/^[^\s@]+@[^\s@]+$/.test(options.email)) {
+          throw new InvalidArgumentError(`not an e-mail address: ${options.email}`);
+        }
+        await store.users.insert({
+          accountId: options.account,
+          email: options.email,
+          creationDate: new Date().toISOString(),
+          lastLoginDate: null,
+        });
+        console.log(`${options.email} added to ${options.account}`);
+      });
+    });
+}

@@ -1,0 +1,119 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { category, collect, print, withStore } from './admin-support.js';
+
+/** `assay admin key …` and `assay admin token …`. */
+export function registerKeyCommands(admin: Command): void {
+  const key = admin.command('key').description('API keys');
+  key
+    .command('create')
+    .description('create an API key; its secret is printed once and only its hash is kept')
+    .requiredOption('--account <id>', 'account id')
+    .option('--tag <tag>', 'free label (repeatable)', collect, [])
+    .option(
+      '--category <category>',
+      'detection category to enable (repeatable; default: all)',
+      category,
+      [],
+    )
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      await withStore(async (_store, accounts) => {
+        const { key: created, secret } = await accounts.createKey(options.account, {
+          tags: options.tag,
+          categories: options.category.length > 0 ? options.category : undefined,
+        });
+        print(
+          options.json,
+          { key: created.id, secret },
+          `key:    ${created.id}\nsecret: ${secret}\n(the secret is shown only now: store it safely)`,
+        );
+      });
+    });
+
+  key
+    .command('list')
+    .description('list API keys (never their secrets)')
+    .option('--account <id>', 'only this account')
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      await withStore(async (store) => {
+        const keys = (await store.apiKeys.list(options.account)).map(
+          ({ secretHash: _hidden, ...rest }) => rest,
+        );
+        const text = keys
+          .map((k) => `${k.id}  account=${k.accountId}  ${k.active ? 'active' : 'disabled'}`)
+          .join('\n');
+        print(options.json, keys, text);
+      });
+    });
+
+  for (const [name, active] of [
+    ['disable', false],
+    ['enable', true],
+  ] as const) {
+    key
+      .command(`${name} <key>`)
+      .description(`${name} an API key (a disabled key gets 401)`)
+      .action(async (id: string) => {
+        await withStore(async (store) => {
+          if (!(await store.apiKeys.setActive(id, active))) {
+            throw new InvalidArgumentError(`no API key ${id}`);
+          }
+          console.log(`${id} ${name}d`);
+        });
+      });
+  }
+
+  key
+    .command('update <key>')
+    .description("replace a key's tags or detection categories")
+    .option('--tag <tag>', 'free label (repeatable; replaces the tags)', collect, [])
+    .option('--clear-tags', 'remove every tag')
+    .option(
+      '--category <category>',
+      'detection category (repeatable; replaces the categories)',
+      category,
+      [],
+    )
+    .action(async (id: string, options) => {
+      await withStore(async (store) => {
+        const tags = options.clearTags ? [] : options.tag.length > 0 ? options.tag : undefined;
+        const categories = options.category.length > 0 ? options.category : undefined;
+        if (!(await store.apiKeys.update(id, { tags, detectionCategories: categories }))) {
+          throw new InvalidArgumentError(`no API key ${id}`);
+        }
+        console.log(`${id} updated`);
+      });
+    });
+
+  const token = admin.command('token').description('temporary tokens');
+  token
+    .command('list')
+    .description('list tokens, with their expiration')
+    .option('--account <id>', 'only this account')
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      await withStore(async (store) => {
+        const tokens = await store.tokens.list(options.account);
+        const text = tokens
+          .map(
+            (t) =>
+              `${t.id}  account=${t.accountId}  key=${t.apiKeyId}  expires ${t.expirationDate}`,
+          )
+          .join('\n');
+        print(options.json, tokens, text);
+      });
+    });
+  token
+    .command('revoke <token>')
+    .description('delete a token now (it gets 401 from then on)')
+    .action(async (id: string) => {
+      await withStore(async (store) => {
+        const found = await store.tokens.find(id);
+        if (found === null || !(await store.tokens.delete(found.accountId, id))) {
+          throw new InvalidArgumentError(`no token ${id}`);
+        }
+        console.log(`${id} revoked`);
+      });
+    });
+}
