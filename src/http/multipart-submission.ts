@@ -30,10 +30,6 @@ export function parseHttpUrl(name: string, value: string): string {
   return value;
 }
 
-export function parseCallback(value: string): string {
-  return parseHttpUrl('callback', value);
-}
-
 /** Collects `callback`, `location` (v2.2) and `metadata[key]` fields; other names are ignored. */
 export class FieldCollector {
   readonly fields: SubmissionFields = { metadata: {}, callback: null, location: null };
@@ -48,7 +44,7 @@ export class FieldCollector {
     if (truncated)
       throw new HttpError(400, `field ${name} is longer than ${MAX_FIELD_BYTES} bytes`);
     if (name === 'callback') {
-      this.fields.callback = parseCallback(value);
+      this.fields.callback = parseHttpUrl('callback', value);
       return;
     }
     if (name === 'location' && this.acceptLocation) {

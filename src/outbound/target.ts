@@ -22,6 +22,21 @@ export interface Target {
   via: string;
 }
 
+/** scheme://host[:port]/path: a URL as messages, traces and logs may show it. */
+export function displayUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/** A URL string for traces and logs: no credentials, no query (marked `?…` when there was one). */
+export function redactUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    return `${displayUrl(url)}${url.search === '' ? '' : '?…'}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
 /** Best-effort redaction of a string that is not a URL, for the "invalid URL" message. */
 function redactUnparsed(raw: string): string {
   const shortened = raw.replace(/\/\/[^/?#]*@/, '//').replace(/[?#].*$/s, '');
@@ -49,7 +64,7 @@ export function parseTarget(raw: string, from?: Target): Target {
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   return {
     url,
-    display: `${url.protocol}//${url.host}${url.pathname}`,
+    display: displayUrl(url),
     hostname,
     port: url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port),
     via,

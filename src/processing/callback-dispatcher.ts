@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { OutboundError, type OutboundOptions, postBody } from '../outbound/guarded-http.js';
+import { redactUrl } from '../outbound/target.js';
 import type { CallbackDelivery } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import { redactUrl } from './urls.js';
 import { WorkLoop } from './work-loop.js';
 
 export const SIGNATURE_HEADER = 'x-assay-signature';

@@ -95,8 +95,8 @@ export class JobRunner {
     try {
       await this.process(job);
     } catch (error) {
+      const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
       if (error instanceof EngineUnavailableError) {
-        const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
         await this.store.trace.append(job.id, `${error.message}; trying again at ${retryAt}`);
         await this.store.jobs.release(job.id, retryAt);
         this.logger.warn({ job: job.id, retryAt }, 'engine unavailable; job will be retried');
@@ -113,10 +113,7 @@ export class JobRunner {
         );
         await this.removeSpool(job);
       } else {
-        await this.store.jobs.release(
-          job.id,
-          new Date(Date.now() + this.options.engineRetryMs).toISOString(),
-        );
+        await this.store.jobs.release(job.id, retryAt);
       }
     }
   }

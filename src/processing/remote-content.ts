@@ -4,10 +4,10 @@ import {
   type OutboundOptions,
   OutboundRefusedError,
 } from '../outbound/guarded-http.js';
+import { redactUrl } from '../outbound/target.js';
 import type { TraceEvent } from '../store/records.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
 import { type ContentProcessor, event, type ScannedContent } from './process-content.js';
-import { redactUrl } from './urls.js';
 
 /** Content at a URL could not be had: refused by policy, unreachable, failing, empty, too large. */
 export class RemoteContentError extends Error {

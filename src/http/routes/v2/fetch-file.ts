@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../../accounts/credentials.js';
+import { redactUrl } from '../../../outbound/target.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
-import { redactUrl } from '../../../processing/urls.js';
 import { HttpError } from '../../http-error.js';
 import { FieldCollector, parseHttpUrl } from '../../multipart-submission.js';
 import { submitterOf } from '../../plugins/authentication.js';
