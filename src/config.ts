@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import type { FindingsStyle } from './engines/clamav/findings.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 
@@ -36,6 +39,21 @@ export interface Config {
   callbackRetryBaseMs: number;
   callbackMaxAgeMs: number;
   shutdownGraceMs: number;
+  /** Per-key token bucket: requests per second (0: unlimited) and burst; keys may override. */
+  rateLimit: RateLimitSetting;
+  /** Failed authentications per client address: the bucket that slows secret guessing. */
+  authFailureLimit: RateLimitSetting;
+  /** PEM certificate and key read at start: when set, the server speaks HTTPS only. */
+  tls: { cert: Buffer; key: Buffer } | null;
+  /** Fastify's trustProxy: false, true (any hop), or the proxies' addresses and CIDRs. */
+  trustProxy: boolean | string[];
+}
+
+export interface RateLimitSetting {
+  /** Tokens added per second; 0 turns the limit off. */
+  rate: number;
+  /** Bucket size: requests allowed at once after a quiet spell. */
+  burst: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -63,6 +81,25 @@ export const SETTINGS = {
     doc: 'Seconds a callback is retried before giving up.',
   },
   ASSAY_SHUTDOWN_GRACE: { default: '10', doc: 'Seconds shutdown lets running jobs finish.' },
+  ASSAY_RATE_LIMIT: {
+    default: '100',
+    doc: 'Requests per second per key (tokens count for their key); 0: no limit.',
+  },
+  ASSAY_RATE_BURST: { default: '200', doc: 'Requests a key may make at once after a pause.' },
+  ASSAY_AUTH_FAIL_RATE: {
+    default: '1',
+    doc: 'Failed authentications per second allowed per client address.',
+  },
+  ASSAY_AUTH_FAIL_BURST: {
+    default: '20',
+    doc: 'Failed authentications per client address before 429s begin.',
+  },
+  ASSAY_TLS_CERT: { default: '', doc: 'PEM certificate file: set with ASSAY_TLS_KEY for HTTPS.' },
+  ASSAY_TLS_KEY: { default: '', doc: 'PEM private key file of ASSAY_TLS_CERT.' },
+  ASSAY_TRUST_PROXY: {
+    default: '',
+    doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
+  },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -160,6 +197,66 @@ function fetchAllow(env: Env): string {
   return raw;
 }
 
+function decimal(env: Env, name: SettingName, max: number): number {
+  const raw = read(env, name);
+  if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a number from 0 to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function rateLimit(env: Env, rate: SettingName, burst: SettingName): RateLimitSetting {
+  return { rate: decimal(env, rate, 1_000_000), burst: integer(env, burst, 1, 10_000_000) };
+}
+
+function tls(env: Env): Config['tls'] {
+  const certPath = read(env, 'ASSAY_TLS_CERT');
+  const keyPath = read(env, 'ASSAY_TLS_KEY');
+  if (certPath === '' && keyPath === '') return null;
+  if (certPath === '' || keyPath === '') {
+    throw new ConfigError('ASSAY_TLS_CERT and ASSAY_TLS_KEY must be set together');
+  }
+  const readPem = (name: SettingName, path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ConfigError(`${name}: cannot read ${path}: ${reason}`);
+    }
+  };
+  const cert = readPem('ASSAY_TLS_CERT', certPath);
+  const key = readPem('ASSAY_TLS_KEY', keyPath);
+  try {
+    createSecureContext({ cert, key });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ConfigError(`ASSAY_TLS_CERT/ASSAY_TLS_KEY are not a usable PEM pair: ${reason}`);
+  }
+  return { cert, key };
+}
+
+function trustProxy(env: Env): boolean | string[] {
+  const raw = read(env, 'ASSAY_TRUST_PROXY');
+  if (raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > maxBits))
+    ) {
+      throw new ConfigError(
+        `ASSAY_TRUST_PROXY must be true, false or addresses/CIDRs separated by commas; bad entry "${entry}"`,
+      );
+    }
+  }
+  return entries;
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   return {
@@ -181,6 +278,10 @@ export function loadConfig(env: Env = process.env): Config {
     callbackRetryBaseMs: integer(env, 'ASSAY_CALLBACK_RETRY_BASE_MS', 10, 3_600_000),
     callbackMaxAgeMs: integer(env, 'ASSAY_CALLBACK_MAX_AGE', 1, 30 * 86_400) * 1000,
     shutdownGraceMs: integer(env, 'ASSAY_SHUTDOWN_GRACE', 0, 3600) * 1000,
+    rateLimit: rateLimit(env, 'ASSAY_RATE_LIMIT', 'ASSAY_RATE_BURST'),
+    authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
+    tls: tls(env),
+    trustProxy: trustProxy(env),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -4,6 +4,7 @@ import {
   type ApiKey,
   DETECTION_CATEGORIES,
   type DetectionCategory,
+  type KeyRateLimit,
   type Token,
 } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -25,6 +26,8 @@ export interface Principal {
   detectionCategories: DetectionCategory[];
   /** The account enforces its balance and has none left: submissions are refused. */
   balanceExhausted: boolean;
+  /** The key's own rate limit; null: the service default. */
+  rateLimit: KeyRateLimit | null;
 }
 
 /** Token lifetimes in seconds: default and bounds. */
@@ -100,6 +103,7 @@ export class AccountService {
       detectionCategories: options.categories ?? [...DETECTION_CATEGORIES],
       creationDate: now(),
       lastSeenDate: null,
+      rateLimit: null,
     };
     await this.store.apiKeys.insert(key);
     return { key, secret };
@@ -147,6 +151,7 @@ export class AccountService {
       tokenId,
       detectionCategories: key.detectionCategories,
       balanceExhausted: account.enforceBalance && account.balance <= 0,
+      rateLimit: key.rateLimit,
     };
   }
 

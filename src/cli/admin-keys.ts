@@ -1,6 +1,18 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { category, collect, print, withStore } from './admin-support.js';
 
+function rate(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('expected a number >= 0');
+  return Number(value);
+}
+
+function burst(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new InvalidArgumentError('expected a whole number >= 1');
+  }
+  return Number(value);
+}
+
 /** `assay admin key …` and `assay admin token …`. */
 export function registerKeyCommands(admin: Command): void {
   const key = admin.command('key').description('API keys');
@@ -41,7 +53,12 @@ export function registerKeyCommands(admin: Command): void {
           ({ secretHash: _hidden, ...rest }) => rest,
         );
         const text = keys
-          .map((k) => `${k.id}  account=${k.accountId}  ${k.active ? 'active' : 'disabled'}`)
+          .map(
+            (k) =>
+              `${k.id}  account=${k.accountId}  ${k.active ? 'active' : 'disabled'}  ` +
+              `categories=${k.detectionCategories.join(',') || '(none)'}  ` +
+              `rate=${k.rateLimit === null ? 'default' : `${k.rateLimit.rate}/s burst ${k.rateLimit.burst}`}`,
+          )
           .join('\n');
         print(options.json, keys, text);
       });
@@ -66,7 +83,7 @@ export function registerKeyCommands(admin: Command): void {
 
   key
     .command('update <key>')
-    .description("replace a key's tags or detection categories")
+    .description("replace a key's tags, detection categories or rate limit")
     .option('--tag <tag>', 'free label (repeatable; replaces the tags)', collect, [])
     .option('--clear-tags', 'remove every tag')
     .option(
@@ -75,11 +92,33 @@ export function registerKeyCommands(admin: Command): void {
       category,
       [],
     )
+    .option('--rate-limit <per-second>', "the key's own requests per second (0: none)", rate)
+    .option(
+      '--rate-burst <requests>',
+      'requests at once (default: twice the rate, at least 1)',
+      burst,
+    )
+    .option('--default-rate-limit', 'return the key to ASSAY_RATE_LIMIT and ASSAY_RATE_BURST')
     .action(async (id: string, options) => {
       await withStore(async (store) => {
         const tags = options.clearTags ? [] : options.tag.length > 0 ? options.tag : undefined;
         const categories = options.category.length > 0 ? options.category : undefined;
-        if (!(await store.apiKeys.update(id, { tags, detectionCategories: categories }))) {
+        if (options.rateBurst !== undefined && options.rateLimit === undefined) {
+          throw new InvalidArgumentError('--rate-burst needs --rate-limit');
+        }
+        if (options.defaultRateLimit && options.rateLimit !== undefined) {
+          throw new InvalidArgumentError('--default-rate-limit contradicts --rate-limit');
+        }
+        const rateLimit = options.defaultRateLimit
+          ? null
+          : options.rateLimit === undefined
+            ? undefined
+            : {
+                rate: options.rateLimit,
+                burst: options.rateBurst ?? Math.max(1, Math.ceil(options.rateLimit * 2)),
+              };
+        const changes = { tags, detectionCategories: categories, rateLimit };
+        if (!(await store.apiKeys.update(id, changes))) {
           throw new InvalidArgumentError(`no API key ${id}`);
         }
         console.log(`${id} updated`);

@@ -11,6 +11,7 @@ import type { Services } from './services.js';
 
 /** The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. */
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
+  const { tls, trustProxy } = services.config;
   const app = Fastify({
     // pino's Logger is Fastify's logger; the cast keeps the app typed as the default instance.
     loggerInstance: logger as FastifyBaseLogger,
@@ -20,6 +21,10 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // Uploads stream through @fastify/multipart and are limited there, not by bodyLimit.
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
+    // Only a trusted proxy's X-Forwarded-For/-Proto/-Host change the client address and Location.
+    trustProxy,
+    // The https server type differs only in its TLS fields; routes and hooks use none of them.
+    ...((tls === null ? {} : { https: { cert: tls.cert, key: tls.key } }) as object),
   });
   app.decorate('services', services);
   // A client may half-close its socket once the request is sent (HTTP/1.0 habits, netcat):

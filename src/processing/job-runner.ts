@@ -152,6 +152,8 @@ export class JobRunner {
         detectionCategories: key?.detectionCategories ?? [],
         // Accepted work is finished even if the balance ran out since: it was paid for at submission.
         balanceExhausted: false,
+        // Rate limits apply to requests; the job's request was already counted.
+        rateLimit: null,
       },
       version: job.apiVersion as ApiVersion,
       metadata: job.metadata,

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ApiKey, DetectionCategory } from './records.js';
+import type { ApiKey, DetectionCategory, KeyRateLimit } from './records.js';
 import type { ApiKeysTable, Database } from './schema.js';
 
 function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {
@@ -12,6 +12,10 @@ function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {
     detectionCategories: JSON.parse(row.detection_categories) as DetectionCategory[],
     creationDate: row.creation_date,
     lastSeenDate: row.last_seen_date,
+    rateLimit:
+      row.rate_limit === null || row.rate_burst === null
+        ? null
+        : { rate: row.rate_limit, burst: row.rate_burst },
   };
 }
 
@@ -30,6 +34,8 @@ export class ApiKeyRepository {
         detection_categories: JSON.stringify(key.detectionCategories),
         creation_date: key.creationDate,
         last_seen_date: key.lastSeenDate,
+        rate_limit: key.rateLimit?.rate ?? null,
+        rate_burst: key.rateLimit?.burst ?? null,
       })
       .execute();
   }
@@ -60,9 +66,14 @@ export class ApiKeyRepository {
   /** Replaces the given fields; false when no such key exists. */
   async update(
     id: string,
-    changes: { tags?: string[]; detectionCategories?: DetectionCategory[] },
+    changes: {
+      tags?: string[];
+      detectionCategories?: DetectionCategory[];
+      /** null returns the key to the service default. */
+      rateLimit?: KeyRateLimit | null;
+    },
   ): Promise<boolean> {
-    if (changes.tags === undefined && changes.detectionCategories === undefined) {
+    if (Object.values(changes).every((value) => value === undefined)) {
       return (await this.find(id)) !== null;
     }
     const result = await this.db
@@ -72,6 +83,12 @@ export class ApiKeyRepository {
         ...(changes.detectionCategories === undefined
           ? {}
           : { detection_categories: JSON.stringify(changes.detectionCategories) }),
+        ...(changes.rateLimit === undefined
+          ? {}
+          : {
+              rate_limit: changes.rateLimit?.rate ?? null,
+              rate_burst: changes.rateLimit?.burst ?? null,
+            }),
       })
       .where('id', '=', id)
       .executeTakeFirst();

@@ -26,6 +26,14 @@ export interface ApiKey {
   detectionCategories: DetectionCategory[];
   creationDate: string;
   lastSeenDate: string | null;
+  /** The key's own rate limit; null: the service's default applies. */
+  rateLimit: KeyRateLimit | null;
+}
+
+export interface KeyRateLimit {
+  /** Requests per second; 0 means unlimited. */
+  rate: number;
+  burst: number;
 }
 
 export interface StoredFile {

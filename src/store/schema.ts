@@ -25,6 +25,9 @@ export interface ApiKeysTable {
   detection_categories: string;
   creation_date: string;
   last_seen_date: string | null;
+  /** Requests per second of the key's own limit; null: the service default. */
+  rate_limit: number | null;
+  rate_burst: number | null;
 }
 
 export interface FilesTable {

@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../accounts/account-service.js';
+import { type RateDecision, TokenBuckets } from '../../accounts/rate-limiter.js';
 import { HttpError } from '../http-error.js';
 
 const CHALLENGE = { 'www-authenticate': 'Basic realm="Assay", charset="UTF-8"' };
@@ -22,27 +23,58 @@ export function parseBasic(header: string | undefined): { user: string; password
 
 /**
  * Decorates requests with `principal` and provides `authenticate`, the onRequest hook of every
- * protected scope: it runs before any body is read, so an unauthenticated upload costs nothing.
+ * protected scope: it runs before any body is read, so an unauthenticated or rate-limited upload
+ * costs nothing. Each key has a token bucket (a token draws on its key's); failed attempts draw on
+ * a bucket of the client's address, checked before the credentials so guessing cannot go fast.
  */
 export const authentication = fp(async (app: FastifyInstance) => {
+  const { rateLimit, authFailureLimit } = app.services.config;
+  const keyBuckets = new TokenBuckets();
+  const failureBuckets = new TokenBuckets();
+
   app.decorateRequest('principal', null);
-  app.decorate('authenticate', async (request: FastifyRequest): Promise<void> => {
-    const credentials = parseBasic(request.headers.authorization);
-    if (credentials === null) {
-      throw unauthorized('authentication required: HTTP Basic with an API key and secret');
-    }
-    const principal: Principal | null = await app.services.accounts.authenticate(
-      credentials.user,
-      credentials.password,
-    );
-    if (principal === null) throw unauthorized('invalid credentials, or the key is disabled');
-    request.principal = principal;
-  });
+  app.decorate(
+    'authenticate',
+    async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const failures = failureBuckets.peek(request.ip, authFailureLimit);
+      if (!failures.allowed) {
+        throw tooManyRequests(failures, 'too many failed authentications from this address');
+      }
+      const credentials = parseBasic(request.headers.authorization);
+      const principal: Principal | null =
+        credentials === null
+          ? null
+          : await app.services.accounts.authenticate(credentials.user, credentials.password);
+      if (principal === null) {
+        // A request without credentials is a client asking for the challenge, not a guess.
+        if (credentials !== null) failureBuckets.take(request.ip, authFailureLimit);
+        throw unauthorized(
+          credentials === null
+            ? 'authentication required: HTTP Basic with an API key and secret'
+            : 'invalid credentials, or the key is disabled',
+        );
+      }
+      const limit = principal.rateLimit ?? rateLimit;
+      const decision = keyBuckets.take(principal.keyId, limit);
+      if (limit.rate > 0) {
+        reply.header('x-ratelimit-limit', decision.limit);
+        reply.header('x-ratelimit-remaining', decision.remaining);
+      }
+      if (!decision.allowed) throw tooManyRequests(decision, 'rate limit exceeded for this key');
+      request.principal = principal;
+    },
+  );
 });
+
+function tooManyRequests(decision: RateDecision, message: string): HttpError {
+  return new HttpError(429, `${message}; retry after ${decision.retryAfterSeconds} s`, {
+    'retry-after': String(decision.retryAfterSeconds),
+  });
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
-    authenticate: (request: FastifyRequest) => Promise<void>;
+    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
 }
 

@@ -5,7 +5,8 @@ export const CORS_HEADERS = {
   'access-control-allow-origin': '*',
   'access-control-allow-headers': 'Authorization, Content-Type, User-Agent',
   'access-control-allow-methods': 'GET, POST, HEAD, OPTIONS, DELETE',
-  'access-control-expose-headers': 'Location, X-Runtime, Retry-After',
+  'access-control-expose-headers':
+    'Location, X-Runtime, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining',
 };
 
 /**
