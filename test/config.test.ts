@@ -46,6 +46,13 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_BOOTSTRAP_CREDENTIALS', ':secret'],
     ['ASSAY_FINDINGS_STYLE', 'fancy'],
     ['ASSAY_LOG_LEVEL', 'loud'],
+    ['ASSAY_RATE_LIMIT', '-1'],
+    ['ASSAY_RATE_LIMIT', 'fast'],
+    ['ASSAY_RATE_BURST', '0'],
+    ['ASSAY_AUTH_FAIL_BURST', 'many'],
+    ['ASSAY_TLS_CERT', '/nonexistent/cert.pem'],
+    ['ASSAY_TRUST_PROXY', 'proxy.example.com'],
+    ['ASSAY_TRUST_PROXY', '10.0.0.0/40'],
   ];
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {
@@ -55,6 +62,30 @@ describe('configuration from ASSAY_* variables', () => {
       );
     });
   }
+
+  test('rate limits, TLS and trusted proxies', () => {
+    const defaults = loadConfig({});
+    assert.deepEqual(defaults.rateLimit, { rate: 100, burst: 200 });
+    assert.deepEqual(defaults.authFailureLimit, { rate: 1, burst: 20 });
+    assert.equal(defaults.tls, null);
+    assert.equal(defaults.trustProxy, false);
+    const set = loadConfig({
+      ASSAY_RATE_LIMIT: '0.5',
+      ASSAY_RATE_BURST: '3',
+      ASSAY_TRUST_PROXY: '10.0.0.0/8, ::1',
+    });
+    assert.deepEqual(set.rateLimit, { rate: 0.5, burst: 3 });
+    assert.deepEqual(set.trustProxy, ['10.0.0.0/8', '::1']);
+    assert.equal(loadConfig({ ASSAY_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.throws(
+      () => loadConfig({ ASSAY_TLS_KEY: '/etc/hostname' }),
+      /ASSAY_TLS_CERT and ASSAY_TLS_KEY must be set together/,
+    );
+    assert.throws(
+      () => loadConfig({ ASSAY_TLS_CERT: '/etc/hostname', ASSAY_TLS_KEY: '/etc/hostname' }),
+      /not a usable PEM pair/,
+    );
+  });
 
   test('`assay serve` with a bad value exits non-zero, naming the variable', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {

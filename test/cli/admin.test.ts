@@ -175,6 +175,50 @@ describe('assay admin', () => {
     assert.match(unknown.stderr, /unknown category/);
   });
 
+  test("key update sets the key's own rate limit, seen in the headers; default restores it", async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_RATE_BURST: '50' });
+    const limitHeader = async () =>
+      (await fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: svc.auth } })).headers.get(
+        'x-ratelimit-limit',
+      );
+    assert.equal(await limitHeader(), '50');
+    const set = assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--rate-limit', '2.5');
+    assert.equal(set.status, 0, set.stderr);
+    assert.equal(await limitHeader(), '5', 'burst defaults to twice the rate');
+    const listed = assay(svc.dataDir, 'admin', 'key', 'list');
+    assert.match(listed.stdout, /rate=2\.5\/s burst 5/);
+    assert.equal(
+      assay(
+        svc.dataDir,
+        'admin',
+        'key',
+        'update',
+        svc.keyId,
+        '--rate-limit',
+        '1',
+        '--rate-burst',
+        '7',
+      ).status,
+      0,
+    );
+    assert.equal(await limitHeader(), '7');
+    assert.equal(
+      assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--default-rate-limit').status,
+      0,
+    );
+    assert.equal(await limitHeader(), '50');
+
+    for (const [args, message] of [
+      [['--rate-limit', 'fast'], /number >= 0/],
+      [['--rate-limit', '1', '--rate-burst', '0'], /whole number >= 1/],
+      [['--rate-burst', '3'], /needs --rate-limit/],
+    ] as const) {
+      const refused = assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, ...args);
+      assert.notEqual(refused.status, 0, args.join(' '));
+      assert.match(refused.stderr, message);
+    }
+  });
+
   test('clear errors for unknown accounts and keys', () => {
     const dataDir = tempDir();
     try {
