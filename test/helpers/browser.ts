@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer, type Socket } from 'node:net';
+import { after, before } from 'node:test';
+import { type Browser, chromium } from 'playwright-core';
+
+/**
+ * The browser of Debian's `chromium` package (installed by `./setup.sh --test`), started directly:
+ * the /usr/bin/chromium wrapper would add Google API keys, `--enable-remote-extensions` and Debian's
+ * extensions, none of which a test wants.
+ */
+export const CHROMIUM_PATH = '/usr/lib/chromium/chromium';
+
+/** Flags for a quiet, throwaway headless Chromium: no first-run, sync or update traffic. */
+const QUIET_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  // Chromium 156 still asks update.googleapis.com and accounts.google.com (ListAccounts) at start
+  // despite the flags above; these send both to a loopback port where nothing listens.
+  '--component-updater=url-source=http://127.0.0.1:9/',
+  '--gaia-url=http://127.0.0.1:9/',
+];
+
+/**
+ * One headless Chromium per test file (playwright gives it a fresh temporary profile). It can only
+ * reach loopback: names do not resolve, and everything that is not loopback goes to a "proxy" here
+ * that records the attempt and closes the connection (Chromium sends loopback direct by default).
+ * Any such attempt fails the file.
+ */
+export function useBrowser(): { readonly browser: Browser } {
+  let browser: Browser | null = null;
+  const offLoopback: string[] = [];
+  const sockets = new Set<Socket>();
+  const trap = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('data', (chunk) => {
+      offLoopback.push(String(chunk).split('\r\n')[0] ?? '');
+      socket.destroy();
+    });
+    socket.on('close', () => sockets.delete(socket));
+  });
+  before(async () => {
+    if (!existsSync(CHROMIUM_PATH)) {
+      throw new Error(`${CHROMIUM_PATH} is missing: run ./setup.sh --test (Debian's chromium)`);
+    }
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const { port } = trap.address() as AddressInfo;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM_PATH,
+      args: [
+        ...QUIET_ARGS,
+        `--proxy-server=http://127.0.0.1:${port}`,
+        '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
+      ],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => trap.close(() => resolve()));
+    assert.deepEqual(offLoopback, [], 'the browser tried to reach beyond loopback');
+  });
+  return {
+    get browser() {
+      if (browser === null) throw new Error('the browser is not started yet');
+      return browser;
+    },
+  };
+}
