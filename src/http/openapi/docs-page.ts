@@ -26,7 +26,7 @@ th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:t
 th{background:#f7f7f9}.method{display:inline-block;min-width:4.2rem;color:#fff;border-radius:3px;
 text-align:center;margin-right:.4rem}.get{background:#2b6cb0}.post{background:#2f855a}
 .delete{background:#c53030}nav a{margin-right:1rem}.muted{color:#666}
-section.operation{border-left:3px solid #ddd;padding-left:1rem}`;
+section.operation{border-left:3px solid #ddd;padding-left:1rem}td p{margin:0}`;
 
 function escapeHtml(text: string): string {
   return text

@@ -9,7 +9,8 @@ import { DETECTION_CATEGORIES } from '../../store/records.js';
 
 /**
  * Response bodies of the v2.x API as JSON Schema (TypeBox), the one description of their shape:
- * the published descriptor embeds them, and routes check their bodies against the `Static` types.
+ * the published descriptor embeds them, and routes check their bodies against their `Static` types
+ * (file results are checked against the descriptor by the tests).
  */
 
 const HEX_ID = '^[0-9a-f]{32}$';
@@ -17,6 +18,14 @@ const HEX_ID = '^[0-9a-f]{32}$';
 /** Objects list every field the service sends: an unlisted one is drift, and the tests say so. */
 const closed = <T extends TProperties>(properties: T, options: ObjectOptions = {}) =>
   Type.Object(properties, { ...options, additionalProperties: false });
+
+/** An object used as a map: any keys, every value of one shape (typed as a Record, too). */
+const mapOf = <T extends TSchema>(values: T, description: string) =>
+  Type.Unsafe<Record<string, Static<T>>>({
+    type: 'object',
+    additionalProperties: values,
+    description,
+  });
 
 const id = (what: string) =>
   Type.String({ pattern: HEX_ID, description: `${what}: 32 lowercase hexadecimal characters.` });
@@ -46,14 +55,10 @@ export const PingResult = closed({
   }),
 });
 
-export const Metadata = Type.Object(
-  {},
-  {
-    additionalProperties: Type.String(),
-    description:
-      'The `metadata[key]` arguments given at submission, keys trimmed; `{}` when none were given. ' +
-      'The service adds no keys of its own. Absent in v2.0.',
-  },
+export const Metadata = mapOf(
+  Type.String(),
+  'The `metadata[key]` arguments given at submission, keys trimmed; `{}` when none were given. ' +
+    'The service adds no keys of its own. Absent in v2.0.',
 );
 
 /** Builds the two file shapes for a version: v2.0 predates metadata. */
@@ -105,12 +110,15 @@ export function failedItemSchema(metadata: boolean) {
 /** v2.1 and later, the richest shape; routes check themselves against these. */
 export const FileResult = fileResultSchema(true);
 export const FailedItem = failedItemSchema(true);
-export type FileResultBody = Static<typeof FileResult> | Static<typeof FailedItem>;
+
+export type PingBody = Static<typeof PingResult>;
 
 export const Acknowledgement = closed(
   { id: id('Id of the accepted item; GET /files/{id} answers 404 until it is processed') },
   { description: 'Answer to an asynchronous submission.' },
 );
+
+export type AcknowledgementBody = Static<typeof Acknowledgement>;
 
 export const TokenResource = closed(
   {
@@ -120,6 +128,8 @@ export const TokenResource = closed(
   },
   { description: 'A temporary authentication token.' },
 );
+
+export type TokenBody = Static<typeof TokenResource>;
 
 export const TraceResult = closed(
   {
@@ -138,6 +148,8 @@ export const TraceResult = closed(
   { description: 'What has happened to an item so far, finished or not.' },
 );
 
+export type TraceBody = Static<typeof TraceResult>;
+
 export const AccountResource = closed(
   {
     name: Type.String(),
@@ -147,35 +159,31 @@ export const AccountResource = closed(
     subscription: Type.String({ description: 'Name of the subscription plan.' }),
     creation_date: secondDate('When the account was created.'),
     modification_date: secondDate('When the account last changed.'),
-    users: Type.Object(
-      {},
-      {
-        description: 'Users of the account, by e-mail address.',
-        additionalProperties: closed({
-          creation_date: secondDate('When the user was added.'),
-          last_login_date: secondDate('Last login; null when never.'),
-          last_login: secondDate('Same as last_login_date, under the name some clients read.'),
-        }),
-      },
+    users: mapOf(
+      closed({
+        creation_date: secondDate('When the user was added.'),
+        last_login_date: secondDate('Last login; null when never.'),
+        last_login: secondDate('Same as last_login_date, under the name some clients read.'),
+      }),
+      'Users of the account, by e-mail address.',
     ),
-    keys: Type.Object(
-      {},
-      {
-        description: 'API keys of the account, by key id.',
-        additionalProperties: closed({
-          active: Type.Boolean({ description: 'Disabled keys are refused with 401.' }),
-          detection_categories_enabled: Type.Array(
-            Type.Union(DETECTION_CATEGORIES.map((c) => Type.Literal(c))),
-          ),
-          last_seen_date: secondDate('Last authenticated use, to the minute; null when never.'),
-          creation_date: secondDate('When the key was created.'),
-          tags: Type.Array(Type.String(), { description: 'Free labels.' }),
-        }),
-      },
+    keys: mapOf(
+      closed({
+        active: Type.Boolean({ description: 'Disabled keys are refused with 401.' }),
+        detection_categories_enabled: Type.Array(
+          Type.Union(DETECTION_CATEGORIES.map((category) => Type.Literal(category))),
+        ),
+        last_seen_date: secondDate('Last authenticated use, to the minute; null when never.'),
+        creation_date: secondDate('When the key was created.'),
+        tags: Type.Array(Type.String(), { description: 'Free labels.' }),
+      }),
+      'API keys of the account, by key id.',
     ),
   },
   { description: 'The account of the API key that asks (beta).' },
 );
+
+export type AccountBody = Static<typeof AccountResource>;
 
 /** Named schemas of a version's descriptor, referenced as `#/components/schemas/<name>`. */
 export function componentSchemas(metadata: boolean, account: boolean, trace: boolean) {
