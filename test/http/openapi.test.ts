@@ -67,6 +67,15 @@ describe('the published API descriptor', () => {
     }
   });
 
+  test('with a public URL, the server URL is absolute', async (t) => {
+    const svc = await buildService(t, { ...env(), ASSAY_PUBLIC_URL: 'https://scan.example.com' });
+    const document = await descriptorOf(svc.url, 'v2.1');
+    assert.deepEqual(
+      document.servers.map((server) => server.url),
+      ['https://scan.example.com/v2.1'],
+    );
+  });
+
   test('each is valid OpenAPI 3.1 with valid schemas; broken documents are refused', async (t) => {
     const svc = await buildService(t, env());
     for (const version of VERSIONS) {
