@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
 import { ContentTypeDetector } from './engines/content-type.js';
-import { buildApp } from './http/app.js';
+import { buildApp, type RouteEntry } from './http/app.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
@@ -22,6 +22,8 @@ export interface RunningService {
   /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
   url: string;
   managedClamd: ManagedClamd | null;
+  /** Every route the server answers (HEAD and OPTIONS included), as registered. */
+  routes: readonly RouteEntry[];
   stop(): Promise<void>;
 }
 
@@ -129,6 +131,7 @@ export async function startService(
     return {
       url,
       managedClamd,
+      routes: app.registeredRoutes,
       stop() {
         // Idempotent: a signal and a caller may both ask. No new requests first, then let
         // running jobs finish (or park them for the next start), then the engines go.

@@ -4,10 +4,17 @@ import type { Logger } from 'pino';
 import { authentication } from './plugins/authentication.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { responseHeaders } from './plugins/response-headers.js';
+import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
 import v2Routes, { API_VERSIONS } from './routes/v2/index.js';
 import type { Services } from './services.js';
+
+/** A route as registered: one method, the full path with `:param` segments. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+}
 
 /** The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. */
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
@@ -27,6 +34,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     ...((tls === null ? {} : { https: { cert: tls.cert, key: tls.key } }) as object),
   });
   app.decorate('services', services);
+  // Every route as registered, so the published descriptor can be held to what is served.
+  const routes: RouteEntry[] = [];
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+  });
   // A client may half-close its socket once the request is sent (HTTP/1.0 habits, netcat):
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -35,8 +48,15 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   await app.register(authentication);
   await app.register(health);
   await app.register(staticSamples);
+  await app.register(descriptor, { versions: API_VERSIONS });
   for (const version of API_VERSIONS) {
     await app.register(v2Routes, { prefix: `/${version}`, version });
   }
   return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    registeredRoutes: readonly RouteEntry[];
+  }
 }

@@ -5,6 +5,7 @@ import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js
 import { SpoolTooLargeError } from '../../../store/spool.js';
 import { HttpError } from '../../http-error.js';
 import { readUploadForm } from '../../multipart-submission.js';
+import type { AcknowledgementBody } from '../../openapi/schemas.js';
 import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
 
@@ -67,6 +68,6 @@ export default async function createFileAsync(
     return reply
       .code(202)
       .header('location', fileLocation(request, config.publicUrl, version, id))
-      .send({ id });
+      .send({ id } satisfies AcknowledgementBody);
   });
 }

@@ -4,6 +4,7 @@ import { redactUrl } from '../../../outbound/target.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
 import { HttpError } from '../../http-error.js';
 import { FieldCollector, parseHttpUrl } from '../../multipart-submission.js';
+import type { AcknowledgementBody } from '../../openapi/schemas.js';
 import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
 
@@ -54,6 +55,6 @@ export default async function fetchFile(app: FastifyInstance, options: { version
     return reply
       .code(202)
       .header('location', fileLocation(request, config.publicUrl, version, id))
-      .send({ id });
+      .send({ id } satisfies AcknowledgementBody);
   });
 }

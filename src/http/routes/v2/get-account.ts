@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { AccountBody } from '../../openapi/schemas.js';
 import { keyHolderOf } from '../../plugins/authentication.js';
 
 /** Account dates have second precision (YYYY-MM-DDTHH:MM:SSZ). */
@@ -49,6 +50,6 @@ export default async function getAccount(app: FastifyInstance) {
           },
         ]),
       ),
-    };
+    } satisfies AccountBody;
   });
 }

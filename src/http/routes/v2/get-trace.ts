@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../../http-error.js';
+import type { TraceBody } from '../../openapi/schemas.js';
 import { principalOf } from '../../plugins/authentication.js';
 
 /** GET /files/{id}/trace (v2.2): what happened to an item so far, finished or not. */
@@ -13,6 +14,6 @@ export default async function getTrace(app: FastifyInstance) {
       (await store.files.findForAccount(accountId, id)) ??
       (await store.jobs.findForAccount(accountId, id));
     if (known === null) throw new HttpError(404, `no file with id ${id}`);
-    return { id, events: await store.trace.list(id) };
+    return { id, events: await store.trace.list(id) } satisfies TraceBody;
   });
 }

@@ -3,10 +3,11 @@ import { TOKEN_TIMEOUT } from '../../../accounts/account-service.js';
 import type { ApiVersion } from '../../../processing/file-result.js';
 import type { Token } from '../../../store/records.js';
 import { HttpError } from '../../http-error.js';
+import type { TokenBody } from '../../openapi/schemas.js';
 import { keyHolderOf } from '../../plugins/authentication.js';
 import { resourceLocation } from './locations.js';
 
-function renderToken(token: Token) {
+function renderToken(token: Token): TokenBody {
   return { id: token.id, creation_date: token.creationDate, expiration_date: token.expirationDate };
 }
 
