@@ -36,6 +36,10 @@ export interface Config {
   callbackRetryBaseMs: number;
   callbackMaxAgeMs: number;
   shutdownGraceMs: number;
+  /** v1.0: largest raw POST body in bytes (413 above it). */
+  legacyMaxPostSize: number;
+  /** v1.0: where its API lives; its path prefixes /api/scan. Null: /api/scan on this server. */
+  legacyBaseUrl: string | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -63,6 +67,11 @@ export const SETTINGS = {
     doc: 'Seconds a callback is retried before giving up.',
   },
   ASSAY_SHUTDOWN_GRACE: { default: '10', doc: 'Seconds shutdown lets running jobs finish.' },
+  ASSAY_LEGACY_MAX_POST_SIZE: {
+    default: String(100 * 1024 * 1024),
+    doc: 'Largest raw POST body of the deprecated v1.0 API, in bytes.',
+  },
+  ASSAY_LEGACY_BASE_URL: { default: '', doc: 'Base URL of v1.0 (its path prefixes /api/scan).' },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -91,17 +100,20 @@ function oneOf<T extends string>(env: Env, name: SettingName, allowed: readonly 
   return found;
 }
 
-function publicUrl(env: Env): string | null {
-  const raw = read(env, 'ASSAY_PUBLIC_URL');
+function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): string | null {
+  const raw = read(env, name);
   if (raw === '') return null;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`ASSAY_PUBLIC_URL must be an absolute http(s) URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`ASSAY_PUBLIC_URL must be an http(s) URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.search !== '' || url.hash !== '') {
+    throw new ConfigError(`${name} must not have a query or fragment, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
 }
@@ -166,7 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'ASSAY_HOST'),
     port: integer(env, 'ASSAY_PORT', 0, 65535),
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
-    publicUrl: publicUrl(env),
+    publicUrl: baseUrl(env, 'ASSAY_PUBLIC_URL'),
     // clamd's own stream limit sits below 4 GB; keep ours well inside it.
     maxFileSize: integer(env, 'ASSAY_MAX_FILE_SIZE', 1, 2 * 1024 * 1024 * 1024),
     headerBrand: headerBrand(env),
@@ -181,6 +193,8 @@ export function loadConfig(env: Env = process.env): Config {
     callbackRetryBaseMs: integer(env, 'ASSAY_CALLBACK_RETRY_BASE_MS', 10, 3_600_000),
     callbackMaxAgeMs: integer(env, 'ASSAY_CALLBACK_MAX_AGE', 1, 30 * 86_400) * 1000,
     shutdownGraceMs: integer(env, 'ASSAY_SHUTDOWN_GRACE', 0, 3600) * 1000,
+    legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
+    legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',
