@@ -36,9 +36,10 @@ export function parseLegacy(format: LegacyFormat, text: string, contentType: str
 /** Sends a v1.0 request and parses its answer in the format asked for. */
 export async function legacyRequest(
   url: string,
-  init: RequestInit & { format?: LegacyFormat; query?: string } = {},
+  init: RequestInit & { format?: LegacyFormat; query?: string; answeredIn?: LegacyFormat } = {},
 ): Promise<{ status: number; headers: Headers; body: LegacyDocument; text: string }> {
-  const format = init.format ?? 'json';
+  // `answeredIn`: the format was asked for elsewhere (a form field), not in the query.
+  const format = init.answeredIn ?? init.format ?? 'json';
   const query = [init.format ? `format=${init.format}` : '', init.query ?? '']
     .filter((part) => part !== '')
     .join('&');
