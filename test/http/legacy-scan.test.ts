@@ -174,6 +174,17 @@ describe('v1.0 POST /api/scan/', () => {
     assert.deepEqual(jobs, []);
   });
 
+  test('ASSAY_LEGACY_BASE_URL puts v1.0 under its path', async (t) => {
+    const svc = await buildService(t, {
+      ...env(),
+      ASSAY_LEGACY_BASE_URL: 'https://legacy.example.com/old/',
+    });
+    const moved = await legacyRequest(`${svc.url}/old/api/scan/`, post(svc.auth, eicar()));
+    assert.equal(moved.body.status, 'infected', moved.text);
+    const root = await fetch(`${svc.url}/api/scan/`, post(svc.auth, eicar()));
+    assert.equal(root.status, 404);
+  });
+
   test('a method other than POST is oops saying POST is required', async (t) => {
     const svc = await buildService(t, env());
     for (const path of ['/api/scan/', '/api/scan/async', '/api/scan/fetch']) {
