@@ -47,6 +47,10 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | null;
   /** Fastify's trustProxy: false, true (any hop), or the proxies' addresses and CIDRs. */
   trustProxy: boolean | string[];
+  /** v1.0: largest raw POST body in bytes (413 above it). */
+  legacyMaxPostSize: number;
+  /** v1.0: where its API lives; its path prefixes /api/scan. Null: /api/scan on this server. */
+  legacyBaseUrl: string | null;
 }
 
 export interface RateLimitSetting {
@@ -100,6 +104,11 @@ export const SETTINGS = {
     default: '',
     doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
   },
+  ASSAY_LEGACY_MAX_POST_SIZE: {
+    default: String(100 * 1024 * 1024),
+    doc: 'Largest raw POST body of the deprecated v1.0 API, in bytes.',
+  },
+  ASSAY_LEGACY_BASE_URL: { default: '', doc: 'Base URL of v1.0 (its path prefixes /api/scan).' },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -128,17 +137,20 @@ function oneOf<T extends string>(env: Env, name: SettingName, allowed: readonly 
   return found;
 }
 
-function publicUrl(env: Env): string | null {
-  const raw = read(env, 'ASSAY_PUBLIC_URL');
+function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): string | null {
+  const raw = read(env, name);
   if (raw === '') return null;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`ASSAY_PUBLIC_URL must be an absolute http(s) URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`ASSAY_PUBLIC_URL must be an http(s) URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.search !== '' || url.hash !== '') {
+    throw new ConfigError(`${name} must not have a query or fragment, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
 }
@@ -263,7 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'ASSAY_HOST'),
     port: integer(env, 'ASSAY_PORT', 0, 65535),
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
-    publicUrl: publicUrl(env),
+    publicUrl: baseUrl(env, 'ASSAY_PUBLIC_URL'),
     // clamd's own stream limit sits below 4 GB; keep ours well inside it.
     maxFileSize: integer(env, 'ASSAY_MAX_FILE_SIZE', 1, 2 * 1024 * 1024 * 1024),
     headerBrand: headerBrand(env),
@@ -282,6 +294,8 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
     tls: tls(env),
     trustProxy: trustProxy(env),
+    legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
+    legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -39,6 +39,14 @@ export function createLogger(config: Config, destination?: DestinationStream): L
   return destination === undefined ? pino(options) : pino(options, destination);
 }
 
+/**
+ * The most content the engine is set up to scan: the larger of the v2.x upload limit and the v1.0
+ * POST limit. v1.0 fetches have no limit of their own and go up to this.
+ */
+export function engineCapacity(config: Config): number {
+  return Math.max(config.maxFileSize, config.legacyMaxPostSize);
+}
+
 async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
@@ -50,7 +58,7 @@ async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd 
   const managed = new ManagedClamd({
     dataDir: config.dataDir,
     clamdPath,
-    maxFileSize: config.maxFileSize,
+    maxFileSize: engineCapacity(config),
     logger: logger.child({ component: 'clamd' }),
   });
   await managed.start();
@@ -117,6 +125,10 @@ export async function startService(
         concurrency: config.jobConcurrency,
         engineRetryMs: config.engineRetryMs,
         fetch: outbound.fetch,
+        legacy: {
+          maxPostBytes: config.legacyMaxPostSize,
+          maxFetchBytes: engineCapacity(config),
+        },
       },
       logger.child({ component: 'jobs' }),
     );

@@ -16,6 +16,8 @@ describe('configuration from ASSAY_* variables', () => {
     assert.equal(config.findingsStyle, 'content');
     assert.match(config.hostId, /^[0-9a-f]{8}$/);
     assert.ok(config.dataDir.endsWith('/data'));
+    assert.equal(config.legacyMaxPostSize, 100 * 1024 * 1024);
+    assert.equal(config.legacyBaseUrl, null);
   });
 
   test('valid values are taken', () => {
@@ -25,12 +27,16 @@ describe('configuration from ASSAY_* variables', () => {
       ASSAY_PUBLIC_URL: 'https://scan.example.com/',
       ASSAY_BOOTSTRAP_CREDENTIALS: 'key:se:cret',
       ASSAY_FINDINGS_STYLE: 'av',
+      ASSAY_LEGACY_MAX_POST_SIZE: '5000',
+      ASSAY_LEGACY_BASE_URL: 'https://legacy.example.com/old/',
     });
     assert.equal(config.port, 8080);
     assert.deepEqual(config.clamd, { mode: 'external', address: 'tcp://10.1.2.3:3310' });
     assert.equal(config.publicUrl, 'https://scan.example.com');
     assert.deepEqual(config.bootstrapCredentials, { keyId: 'key', secret: 'se:cret' });
     assert.equal(config.findingsStyle, 'av');
+    assert.equal(config.legacyMaxPostSize, 5000);
+    assert.equal(config.legacyBaseUrl, 'https://legacy.example.com/old');
   });
 
   const bad: Array<[string, string]> = [
@@ -53,6 +59,10 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_TLS_CERT', '/nonexistent/cert.pem'],
     ['ASSAY_TRUST_PROXY', 'proxy.example.com'],
     ['ASSAY_TRUST_PROXY', '10.0.0.0/40'],
+    ['ASSAY_LEGACY_MAX_POST_SIZE', '0'],
+    ['ASSAY_LEGACY_MAX_POST_SIZE', 'big'],
+    ['ASSAY_LEGACY_BASE_URL', '/api'],
+    ['ASSAY_LEGACY_BASE_URL', 'https://legacy.example.com/?q=1'],
   ];
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {

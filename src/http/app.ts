@@ -7,6 +7,7 @@ import { responseHeaders } from './plugins/response-headers.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
+import v1Routes, { legacyPrefix } from './routes/v1/index.js';
 import v2Routes, { API_VERSIONS } from './routes/v2/index.js';
 import type { Services } from './services.js';
 
@@ -52,6 +53,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   for (const version of API_VERSIONS) {
     await app.register(v2Routes, { prefix: `/${version}`, version });
   }
+  await app.register(v1Routes, { prefix: legacyPrefix(services.config.legacyBaseUrl) });
   return app;
 }
 

@@ -4,5 +4,5 @@
  * (rebinding) can never change where a request goes.
  */
 export type { OutboundOptions, ResolvedAddress } from './connection.js';
-export { type FetchedContent, fetchContent, postBody } from './requests.js';
+export { type FetchedContent, fetchContent, pingUrl, postBody } from './requests.js';
 export { OutboundError, OutboundRefusedError } from './target.js';

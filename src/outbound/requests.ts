@@ -1,4 +1,4 @@
-/** The outbound requests: GET with redirects (fetchContent) and a single POST (postBody). */
+/** The outbound requests: GET with redirects (fetchContent), a single POST (postBody) or GET ping. */
 import { Buffer } from 'node:buffer';
 import http from 'node:http';
 import type net from 'node:net';
@@ -195,20 +195,41 @@ async function discardAnswer(response: http.IncomingMessage, limit: number): Pro
 }
 
 /** POST a body (no redirects followed; a 3xx counts as a failed delivery), read at most 64 KB of the answer, resolve with the status (any status; the caller decides), reject with OutboundError/OutboundRefusedError on network failure/timeout/refusal. */
-export async function postBody(
+export function postBody(
   url: string,
   body: Buffer,
   headers: Record<string, string>,
   options: OutboundOptions,
 ): Promise<{ status: number }> {
+  return sendOnce(url, 'POST', body, headers, options);
+}
+
+/** A bodiless GET (a v1.0 callback ping), with the same rules and outcome as postBody. */
+export function pingUrl(
+  url: string,
+  headers: Record<string, string>,
+  options: OutboundOptions,
+): Promise<{ status: number }> {
+  return sendOnce(url, 'GET', null, headers, options);
+}
+
+/** One request, no redirects: the status is the outcome, the answer is read and discarded. */
+async function sendOnce(
+  url: string,
+  method: 'GET' | 'POST',
+  body: Buffer | null,
+  headers: Record<string, string>,
+  options: OutboundOptions,
+): Promise<{ status: number }> {
   const target = parseTarget(url);
-  const op = new Operation(options.totalTimeoutMs, () => `posting to ${target.display}`);
+  const verb = method === 'POST' ? 'posting to' : 'pinging';
+  const op = new Operation(options.totalTimeoutMs, () => `${verb} ${target.display}`);
   // The caller's headers win, except the ones that frame the message, which must match the body.
   const framing = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
   const merged: Record<string, string> = {
     Host: target.url.host,
     'User-Agent': options.userAgent,
-    'Content-Length': String(body.length),
+    ...(body === null ? {} : { 'Content-Length': String(body.length) }),
   };
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
@@ -220,11 +241,11 @@ export async function postBody(
   }
   try {
     const socket = await openConnection(target, options, op);
-    const response = await exchange(target, socket, 'POST', merged, body, op);
+    const response = await exchange(target, socket, method, merged, body, op);
     await discardAnswer(response, MAX_ANSWER_BYTES);
     return { status: response.statusCode ?? 0 };
   } catch (err) {
-    const error = op.explain(err, (detail) => `posting to ${target.display} failed: ${detail}`);
+    const error = op.explain(err, (detail) => `${verb} ${target.display} failed: ${detail}`);
     op.fail(error);
     throw error;
   } finally {

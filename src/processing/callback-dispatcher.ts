@@ -1,6 +1,11 @@
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
-import { OutboundError, type OutboundOptions, postBody } from '../outbound/guarded-http.js';
+import {
+  OutboundError,
+  type OutboundOptions,
+  pingUrl,
+  postBody,
+} from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
 import type { CallbackDelivery } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -95,17 +100,21 @@ export class CallbackDispatcher {
     try {
       const account = await this.store.accounts.find(delivery.accountId);
       const timestamp = Math.floor(Date.now() / 1000);
-      const { status } = await postBody(
-        delivery.url,
-        Buffer.from(delivery.body),
-        {
-          'content-type': 'application/json',
-          [SIGNATURE_HEADER]: signCallback(account?.callbackSecret ?? '', delivery.body, timestamp),
-          'x-assay-delivery': delivery.id,
-          'x-assay-attempt': String(delivery.attempts),
-        },
-        this.options.outbound,
-      );
+      const headers = {
+        [SIGNATURE_HEADER]: signCallback(account?.callbackSecret ?? '', delivery.body, timestamp),
+        'x-assay-delivery': delivery.id,
+        'x-assay-attempt': String(delivery.attempts),
+      };
+      // A v1.0 ping is a bare GET; its signature covers the empty body.
+      const { status } =
+        delivery.method === 'GET'
+          ? await pingUrl(delivery.url, headers, this.options.outbound)
+          : await postBody(
+              delivery.url,
+              Buffer.from(delivery.body),
+              { 'content-type': delivery.contentType, ...headers },
+              this.options.outbound,
+            );
       if (status >= 200 && status < 300) {
         const at = new Date().toISOString();
         await this.store.callbacks.settle(delivery.id, { state: 'delivered', at, error: null });

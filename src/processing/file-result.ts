@@ -1,6 +1,8 @@
 import type { StoredFile } from '../store/records.js';
 
 export type ApiVersion = 'v2.0' | 'v2.1' | 'v2.2';
+/** The API an item was submitted through: a v2.x version, or the deprecated v1.0. */
+export type SubmissionVersion = ApiVersion | 'v1.0';
 
 /** v2.0 predates metadata: its results never carry the field. */
 export function hasMetadata(version: ApiVersion): boolean {

@@ -4,7 +4,7 @@ import type { Job } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 import { EngineUnavailableError } from './errors.js';
-import type { ApiVersion } from './file-result.js';
+import type { SubmissionVersion } from './file-result.js';
 import type { ContentProcessor, Submission } from './process-content.js';
 import { fetchAndScan, RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
@@ -14,6 +14,8 @@ export interface JobRunnerOptions {
   /** Wait before trying again a job whose engine could not scan. */
   engineRetryMs: number;
   fetch: OutboundOptions & { maxBytes: number };
+  /** v1.0 jobs' limits: uploads up to the legacy POST size, fetches up to the engine's. */
+  legacy: { maxPostBytes: number; maxFetchBytes: number };
 }
 
 /** A job that fails this often for reasons other than the engine becomes an error result. */
@@ -120,9 +122,14 @@ export class JobRunner {
 
   private async process(job: Job): Promise<void> {
     const submission = await this.submissionOf(job);
+    const legacy = submission.version === 'v1.0' ? this.options.legacy : null;
     if (job.kind === 'upload') {
       if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
-      const scanned = await this.processor.scan(this.spool.read(job.spoolPath), job.creationDate);
+      const scanned = await this.processor.scan(
+        this.spool.read(job.spoolPath),
+        job.creationDate,
+        legacy?.maxPostBytes,
+      );
       await this.processor.record(scanned, submission, { jobId: job.id });
       await this.removeSpool(job);
       return;
@@ -131,7 +138,9 @@ export class JobRunner {
       const { scanned, downloaded } = await fetchAndScan(
         this.processor,
         job.location ?? '',
-        this.options.fetch,
+        legacy === null
+          ? this.options.fetch
+          : { ...this.options.fetch, maxBytes: legacy.maxFetchBytes },
         job.creationDate,
       );
       await this.processor.record(scanned, submission, { jobId: job.id, events: [downloaded] });
@@ -155,9 +164,10 @@ export class JobRunner {
         // Rate limits apply to requests; the job's request was already counted.
         rateLimit: null,
       },
-      version: job.apiVersion as ApiVersion,
+      version: job.apiVersion as SubmissionVersion,
       metadata: job.metadata,
       callback: job.callback,
+      legacy: job.legacy ?? null,
     };
   }
 

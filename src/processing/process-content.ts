@@ -1,16 +1,18 @@
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
-import type { StoredFile, TraceEvent } from '../store/records.js';
+import type { LegacyJobOptions, StoredFile, TraceEvent } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { ApiVersion } from './file-result.js';
+import type { SubmissionVersion } from './file-result.js';
 import type { ResultRecorder } from './result-recorder.js';
 import type { ContentScanner, ContentVerdict } from './scan-content.js';
 
 export interface Submission {
   principal: Principal;
-  version: ApiVersion;
+  version: SubmissionVersion;
   metadata: Record<string, string>;
   callback: string | null;
+  /** v1.0 only: its callbacks and result format. */
+  legacy?: LegacyJobOptions | null;
 }
 
 /** A verdict with the moments it spans, for the result's date and its trace. */
@@ -33,27 +35,29 @@ export class ContentProcessor {
     readonly maxFileSize: number,
   ) {}
 
-  /** Throws (recording nothing) when there is no complete verdict. */
+  /** Throws (recording nothing) when there is no complete verdict; v1.0 has limits of its own. */
   async scan(
     source: AsyncIterable<Buffer>,
     receivedAt = new Date().toISOString(),
+    maxBytes = this.maxFileSize,
   ): Promise<ScannedContent> {
-    const verdict = await this.scanner.scan(source, { maxBytes: this.maxFileSize });
+    const verdict = await this.scanner.scan(source, { maxBytes });
     return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }
 
   /**
    * Records a scanned item. `context.jobId` names the asynchronous job it finishes (whose
-   * `received` event is already in the trace); `context.events` come before the verdicts.
+   * `received` event is already in the trace); `context.events` come before the verdicts;
+   * `context.id` is the id a synchronous item gets (v1.0 ids are UUIDs), a new one by default.
    */
   async record(
     scanned: ScannedContent,
     submission: Submission,
-    context: { jobId?: string; events?: TraceEvent[] } = {},
+    context: { jobId?: string; id?: string; events?: TraceEvent[] } = {},
   ): Promise<StoredFile> {
     const { verdict } = scanned;
     const file: StoredFile = {
-      id: context.jobId ?? newId(),
+      id: context.jobId ?? context.id ?? newId(),
       accountId: submission.principal.accountId,
       apiKeyId: submission.principal.keyId,
       checksum: verdict.checksum,
@@ -77,6 +81,7 @@ export class ContentProcessor {
     await this.recorder.complete({
       file,
       version: submission.version,
+      legacy: submission.legacy ?? null,
       jobId: context.jobId,
       events,
     });
@@ -106,7 +111,13 @@ export class ContentProcessor {
       creationDate: receivedAt,
     };
     events.push(event(`failed: ${error}`));
-    await this.recorder.complete({ file, version: submission.version, jobId: id, events });
+    await this.recorder.complete({
+      file,
+      version: submission.version,
+      legacy: submission.legacy ?? null,
+      jobId: id,
+      events,
+    });
     return file;
   }
 

@@ -40,7 +40,7 @@ export async function fetchAndScan(
       }
       downloadedAt = new Date().toISOString();
     })();
-    const scanned = await processor.scan(counted, receivedAt);
+    const scanned = await processor.scan(counted, receivedAt, options.maxBytes);
     const downloaded = event(
       `downloaded: ${bytes} bytes from ${redactUrl(remote.finalUrl)}`,
       downloadedAt,

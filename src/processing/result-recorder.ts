@@ -1,12 +1,20 @@
 import { newId } from '../accounts/credentials.js';
-import type { StoredFile, TraceEvent } from '../store/records.js';
+import type {
+  CallbackDelivery,
+  LegacyJobOptions,
+  StoredFile,
+  TraceEvent,
+} from '../store/records.js';
 import type { Store } from '../store/store.js';
-import { type ApiVersion, renderFileResult } from './file-result.js';
+import { renderFileResult, type SubmissionVersion } from './file-result.js';
+import { legacyResultOf, renderLegacy } from './legacy-result.js';
 
 export interface Completion {
   file: StoredFile;
   /** The result is rendered for callbacks as this version's `GET /files/{id}` renders it. */
-  version: ApiVersion;
+  version: SubmissionVersion;
+  /** v1.0: a GET ping and a POST of the legacy result instead of the v2.x callback. */
+  legacy: LegacyJobOptions | null;
   /** The job this result finishes, removed in the same transaction. */
   jobId?: string;
   events: TraceEvent[];
@@ -23,32 +31,58 @@ export class ResultRecorder {
   ) {}
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
-  async complete({ file, version, jobId, events }: Completion): Promise<boolean> {
-    const now = new Date().toISOString();
+  async complete({ file, version, legacy, jobId, events }: Completion): Promise<boolean> {
+    const deliveries = callbacksOf(file, version, legacy);
     const recorded = await this.store.transaction(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
       // Each processed item costs one credit; a failed download processed nothing.
       if (file.findings !== null) await store.accounts.consume(file.accountId, 1);
       await store.trace.appendAll(file.id, events);
-      if (file.callback !== null) {
-        await store.callbacks.enqueue({
-          id: newId(),
-          fileId: file.id,
-          accountId: file.accountId,
-          url: file.callback,
-          body: JSON.stringify(renderFileResult(file, version)),
-          state: 'pending',
-          attempts: 0,
-          nextAttemptAt: now,
-          lastError: null,
-          creationDate: now,
-          finishedDate: null,
-        });
-      }
+      for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
       return true;
     });
-    if (recorded && file.callback !== null) this.onCallbackQueued();
+    if (recorded && deliveries.length > 0) this.onCallbackQueued();
     return recorded;
   }
+}
+
+/** The outbox rows of a finished item: v2.x POSTs its result; v1.0 pings and POSTs its own. */
+function callbacksOf(
+  file: StoredFile,
+  version: SubmissionVersion,
+  legacy: LegacyJobOptions | null,
+): CallbackDelivery[] {
+  const now = new Date().toISOString();
+  const delivery = (
+    url: string,
+    method: CallbackDelivery['method'],
+    body: string,
+    contentType: string,
+  ): CallbackDelivery => ({
+    id: newId(),
+    fileId: file.id,
+    accountId: file.accountId,
+    url,
+    method,
+    body,
+    contentType,
+    state: 'pending',
+    attempts: 0,
+    nextAttemptAt: now,
+    lastError: null,
+    creationDate: now,
+    finishedDate: null,
+  });
+  const deliveries: CallbackDelivery[] = [];
+  if (version !== 'v1.0' && file.callback !== null) {
+    const body = JSON.stringify(renderFileResult(file, version));
+    deliveries.push(delivery(file.callback, 'POST', body, 'application/json'));
+  }
+  if (legacy?.callback) deliveries.push(delivery(legacy.callback, 'GET', '', ''));
+  if (legacy?.postCallback) {
+    const { body, contentType } = renderLegacy(legacyResultOf(file), legacy.format);
+    deliveries.push(delivery(legacy.postCallback, 'POST', body, contentType));
+  }
+  return deliveries;
 }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Job, JobKind } from './records.js';
+import type { Job, JobKind, LegacyJobOptions } from './records.js';
 import type { Database, JobsTable } from './schema.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
@@ -17,6 +17,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     attempts: row.attempts,
     runAfter: row.run_after,
     creationDate: row.creation_date,
+    legacy: row.legacy === null ? null : (JSON.parse(row.legacy) as LegacyJobOptions),
   };
 }
 
@@ -40,6 +41,7 @@ export class JobRepository {
         attempts: job.attempts,
         run_after: job.runAfter,
         creation_date: job.creationDate,
+        legacy: job.legacy ? JSON.stringify(job.legacy) : null,
       })
       .execute();
   }

@@ -69,6 +69,21 @@ export interface Job {
   attempts: number;
   runAfter: string;
   creationDate: string;
+  /** Set on v1.0 jobs only. */
+  legacy?: LegacyJobOptions | null;
+}
+
+export type LegacyFormat = 'json' | 'xml' | 'yaml';
+
+/** What a v1.0 job needs beyond a v2.x one. */
+export interface LegacyJobOptions {
+  /** Pinged with a bare GET when the job is done. */
+  callback: string | null;
+  /** Receives the v1.0 result by POST, in `format`, when the job is done. */
+  postCallback: string | null;
+  format: LegacyFormat;
+  /** SHA-1 of uploaded content, known at submission; null for fetches. */
+  checksum: string | null;
 }
 
 export interface TraceEvent {
@@ -81,8 +96,11 @@ export interface CallbackDelivery {
   fileId: string;
   accountId: string;
   url: string;
-  /** Exactly the bytes of `GET /files/{id}` at completion. */
+  /** POST the body (a result), or GET with no body (a v1.0 ping). */
+  method: 'POST' | 'GET';
+  /** v2.x: exactly the bytes of `GET /files/{id}` at completion; v1.0: the legacy result. */
   body: string;
+  contentType: string;
   state: 'pending' | 'delivered' | 'failed';
   attempts: number;
   nextAttemptAt: string;

@@ -63,6 +63,8 @@ export interface JobsTable {
   attempts: number;
   run_after: string;
   creation_date: string;
+  /** v1.0 jobs only: JSON of LegacyJobOptions. */
+  legacy: string | null;
 }
 
 export interface TraceEventsTable {
@@ -85,6 +87,9 @@ export interface CallbackDeliveriesTable {
   last_error: string | null;
   creation_date: string;
   finished_date: string | null;
+  /** 'POST' (a result) or 'GET' (a v1.0 ping, no body). */
+  method: string;
+  content_type: string;
 }
 
 export interface TokensTable {

@@ -20,6 +20,7 @@ import * as initial from './migrations/0001-initial.js';
 import * as jobsTraceCallbacks from './migrations/0002-jobs-trace-callbacks.js';
 import * as tokensUsers from './migrations/0003-tokens-users.js';
 import * as keyRateLimits from './migrations/0004-key-rate-limits.js';
+import * as legacyApi from './migrations/0005-legacy-api.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '0002-jobs-trace-callbacks': jobsTraceCallbacks,
   '0003-tokens-users': tokensUsers,
   '0004-key-rate-limits': keyRateLimits,
+  '0005-legacy-api': legacyApi,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

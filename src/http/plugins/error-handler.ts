@@ -7,7 +7,7 @@ import {
 } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
 
-interface ClientError {
+export interface ClientError {
   statusCode: number;
   message: string;
   headers?: Record<string, string>;
@@ -64,22 +64,36 @@ function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set
   return compiled;
 }
 
+/**
+ * What a failed request answers, whatever the API's error format: the status, message and headers
+ * for the client (a bare 500 for the unexpected, which is logged). It also stops reading an upload
+ * given up on instead of draining the rest of it.
+ */
+export function clientErrorOf(
+  error: FastifyError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Required<ClientError> {
+  const known = classify(error);
+  if (known === null) {
+    request.log.error({ err: error }, 'request failed');
+  } else if (known.statusCode >= 500) {
+    request.log.warn({ err: error }, known.message);
+  }
+  if (!request.raw.complete) reply.header('connection', 'close');
+  return {
+    statusCode: known?.statusCode ?? 500,
+    message: known?.message ?? 'internal error',
+    headers: known?.headers ?? {},
+  };
+}
+
 export const errorHandler = fp(async (app: FastifyInstance) => {
   const routes = routeTable(app);
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const known = classify(error);
-    if (known === null) {
-      request.log.error({ err: error }, 'request failed');
-    } else if (known.statusCode >= 500) {
-      request.log.warn({ err: error }, known.message);
-    }
-    // Stop reading an upload we have given up on instead of draining the rest of it.
-    if (!request.raw.complete) reply.header('connection', 'close');
-    return reply
-      .code(known?.statusCode ?? 500)
-      .headers(known?.headers ?? {})
-      .send({ error: known?.message ?? 'internal error' });
+    const { statusCode, message, headers } = clientErrorOf(error, request, reply);
+    return reply.code(statusCode).headers(headers).send({ error: message });
   });
 
   app.setNotFoundHandler((request, reply) => {

@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from '../../http-error.js';
+import { refuseTokens } from './legacy-access.js';
+import { legacyErrorHandler } from './legacy-reply.js';
+import postRequired from './post-required.js';
+import scan from './scan.js';
+import scanAsync from './scan-async.js';
+import scanFetch from './scan-fetch.js';
+import scanStatus from './scan-status.js';
+
+/** The path v1.0 lives under: /api/scan, below the path of ASSAY_LEGACY_BASE_URL if set. */
+export function legacyPrefix(legacyBaseUrl: string | null): string {
+  const base = legacyBaseUrl === null ? '' : new URL(legacyBaseUrl).pathname.replace(/\/+$/, '');
+  return `${base}/api/scan`;
+}
+
+/**
+ * The deprecated v1.0 API, on the v2.x engines, keys and store. Every answer, errors included,
+ * is a v1.0 document in the requested format.
+ */
+export default async function v1Routes(app: FastifyInstance) {
+  app.setErrorHandler(legacyErrorHandler);
+  app.setNotFoundHandler(() => {
+    throw new HttpError(404, 'no such v1.0 resource');
+  });
+
+  // Scan and async: the raw body is the content, whatever its declared type.
+  await app.register(async (raw) => {
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    await raw.register(postRequired);
+    await raw.register(async (authenticated) => {
+      authenticated.addHook('onRequest', app.authenticate);
+      authenticated.addHook('onRequest', refuseTokens);
+      await authenticated.register(scan);
+      await authenticated.register(scanAsync);
+    });
+  });
+
+  // Fetch: form fields; any other body reaches the route unread, which answers 400.
+  await app.register(async (form) => {
+    form.addHook('onRequest', app.authenticate);
+    form.addHook('onRequest', refuseTokens);
+    form.removeAllContentTypeParsers();
+    form.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    form.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: 1024 * 1024 },
+      (_request, body, done) => done(null, new URLSearchParams(String(body))),
+    );
+    await form.register(scanFetch);
+  });
+
+  await app.register(async (status) => {
+    status.addHook('onRequest', app.authenticate);
+    status.addHook('onRequest', refuseTokens);
+    await status.register(scanStatus);
+  });
+}

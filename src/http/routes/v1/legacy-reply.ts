@@ -1,0 +1,86 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  LEGACY_FORMATS,
+  type LegacyResult,
+  renderLegacy,
+} from '../../../processing/legacy-result.js';
+import type { LegacyFormat } from '../../../store/records.js';
+import { HttpError } from '../../http-error.js';
+import { clientErrorOf } from '../../plugins/error-handler.js';
+
+/** The arguments every v1.0 resource takes: `format` and `suppress_response_codes`. */
+export interface LegacyArguments {
+  format: LegacyFormat;
+  /** Present: every answer is HTTP 200, errors included (the error stays in the body). */
+  suppressResponseCodes: boolean;
+}
+
+/** A v1.0 argument from the query string or, on fetch, the form body. */
+function argument(request: FastifyRequest, name: string): string | undefined {
+  if (request.body instanceof URLSearchParams && request.body.has(name)) {
+    return request.body.get(name) ?? undefined;
+  }
+  const value = (request.query as Record<string, string | string[] | undefined>)[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function formatOf(request: FastifyRequest): LegacyFormat | null {
+  const raw = (argument(request, 'format') ?? 'json').trim().toLowerCase();
+  return LEGACY_FORMATS.find((format) => format === (raw === '' ? 'json' : raw)) ?? null;
+}
+
+/** A route's arguments: an unknown format is a bad request (answered in JSON). */
+export function legacyArguments(request: FastifyRequest): LegacyArguments {
+  const format = formatOf(request);
+  if (format === null) {
+    throw new HttpError(400, `format must be one of ${LEGACY_FORMATS.join(', ')}`);
+  }
+  return {
+    format,
+    suppressResponseCodes: argument(request, 'suppress_response_codes') !== undefined,
+  };
+}
+
+export function sendLegacy(
+  reply: FastifyReply,
+  statusCode: number,
+  result: LegacyResult,
+  args: LegacyArguments,
+): FastifyReply {
+  const { body, contentType } = renderLegacy(result, args.format);
+  return reply
+    .code(args.suppressResponseCodes ? 200 : statusCode)
+    .header('content-type', contentType)
+    .send(body);
+}
+
+/** v1.0 knows fewer codes than v2.x: each v2.x error maps to the v1.0 code that means it. */
+function legacyStatus(statusCode: number): number {
+  if ([400, 401, 404, 406, 413, 500, 502].includes(statusCode)) return statusCode;
+  if (statusCode === 403) return 406; // understood, not allowed: a spent balance, a token
+  if (statusCode === 503) return 502; // the engine is down
+  return statusCode >= 500 ? 500 : 400;
+}
+
+/**
+ * The v1.0 rendering of the one error path: `clientErrorOf` classifies and logs any failure as
+ * for v2.x; this only maps the code and writes `oops` with the reason in the requested format.
+ */
+export function legacyErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  const { statusCode, message, headers } = clientErrorOf(error, request, reply);
+  const args: LegacyArguments = {
+    format: formatOf(request) ?? 'json',
+    suppressResponseCodes: argument(request, 'suppress_response_codes') !== undefined,
+  };
+  reply.headers(headers);
+  return sendLegacy(
+    reply,
+    legacyStatus(statusCode),
+    { status: 'oops', reason: message, request_id: request.id },
+    args,
+  );
+}

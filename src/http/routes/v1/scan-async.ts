@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { EmptyContentError } from '../../../processing/errors.js';
+import { newLegacyId, pendingResult } from '../../../processing/legacy-result.js';
+import { SpoolTooLargeError } from '../../../store/spool.js';
+import { HttpError } from '../../http-error.js';
+import { legacySubmitterOf, rawBodyOf, refuseDeclaredOversize } from './legacy-access.js';
+import { legacyArguments, sendLegacy } from './legacy-reply.js';
+
+/** Hashes content on its way through, for the checksum of the pending answer. */
+async function* hashed(
+  source: AsyncIterable<Buffer>,
+  hash: ReturnType<typeof createHash>,
+): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    hash.update(chunk);
+    yield chunk;
+  }
+}
+
+/**
+ * POST /api/scan/async: the raw body is spooled to disk and the job committed before the answer,
+ * 200 with `pending`; the result follows at /api/scan/status/<request_id>.
+ */
+export default async function scanAsync(app: FastifyInstance) {
+  const { config, spool, jobs } = app.services;
+  const maxBytes = config.legacyMaxPostSize;
+
+  app.post('/async', async (request, reply) => {
+    const args = legacyArguments(request);
+    const principal = legacySubmitterOf(request);
+    refuseDeclaredOversize(request, maxBytes);
+    const id = newLegacyId();
+    const receivedAt = new Date().toISOString();
+    const sha1 = createHash('sha1');
+    let spooled: { path: string; size: number };
+    try {
+      spooled = await spool.write(id, hashed(rawBodyOf(request), sha1), maxBytes);
+    } catch (error) {
+      if (error instanceof SpoolTooLargeError) {
+        throw new HttpError(413, `the content exceeds the maximum POST size of ${maxBytes} bytes`);
+      }
+      throw error;
+    }
+    if (spooled.size === 0) {
+      await spool.remove(spooled.path);
+      throw new EmptyContentError();
+    }
+    const checksum = sha1.digest('hex');
+    await jobs.submit(
+      {
+        id,
+        accountId: principal.accountId,
+        apiKeyId: principal.keyId,
+        apiVersion: 'v1.0',
+        kind: 'upload',
+        state: 'pending',
+        location: null,
+        spoolPath: spooled.path,
+        metadata: {},
+        callback: null,
+        attempts: 0,
+        runAfter: receivedAt,
+        creationDate: receivedAt,
+        legacy: { callback: null, postCallback: null, format: args.format, checksum },
+      },
+      `received: v1.0 upload of ${spooled.size} bytes`,
+    );
+    return sendLegacy(reply, 200, pendingResult(id, checksum), args);
+  });
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { redactUrl } from '../../../outbound/target.js';
+import { newLegacyId, pendingResult } from '../../../processing/legacy-result.js';
+import { HttpError } from '../../http-error.js';
+import { parseHttpUrl } from '../../multipart-submission.js';
+import { legacySubmitterOf } from './legacy-access.js';
+import { legacyArguments, sendLegacy } from './legacy-reply.js';
+
+/** An optional URL field: absent or empty is none. */
+function optionalUrl(form: URLSearchParams, name: string): string | null {
+  const value = form.get(name);
+  return value === null || value === '' ? null : parseHttpUrl(name, value);
+}
+
+/**
+ * POST /api/scan/fetch (form fields `url`, `callback`, `post_callback`): 200 with `pending` at
+ * once; the download runs in the background through the SSRF guard, limited only by what the
+ * engine is set up to scan. When done, `callback` gets a bare GET and `post_callback` the result.
+ */
+export default async function scanFetch(app: FastifyInstance) {
+  const { jobs } = app.services;
+
+  app.post('/fetch', async (request, reply) => {
+    const args = legacyArguments(request);
+    const principal = legacySubmitterOf(request);
+    if (!(request.body instanceof URLSearchParams)) {
+      throw new HttpError(400, 'the request must be application/x-www-form-urlencoded with a url');
+    }
+    const location = optionalUrl(request.body, 'url');
+    if (location === null) throw new HttpError(400, 'url is required: the URL of the content');
+    const callback = optionalUrl(request.body, 'callback');
+    const postCallback = optionalUrl(request.body, 'post_callback');
+    const id = newLegacyId();
+    const receivedAt = new Date().toISOString();
+    await jobs.submit(
+      {
+        id,
+        accountId: principal.accountId,
+        apiKeyId: principal.keyId,
+        apiVersion: 'v1.0',
+        kind: 'fetch',
+        state: 'pending',
+        location,
+        spoolPath: null,
+        metadata: {},
+        callback: null,
+        attempts: 0,
+        runAfter: receivedAt,
+        creationDate: receivedAt,
+        legacy: { callback, postCallback, format: args.format, checksum: null },
+      },
+      `received: v1.0 fetch of ${redactUrl(location)}`,
+    );
+    return sendLegacy(reply, 200, pendingResult(id, null), args);
+  });
+}

@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify';
+import { legacyResultOf, newLegacyId } from '../../../processing/legacy-result.js';
+import { legacySubmitterOf, rawBodyOf, refuseDeclaredOversize } from './legacy-access.js';
+import { legacyArguments, sendLegacy } from './legacy-reply.js';
+
+/**
+ * POST /api/scan/: the raw body is the content, streamed into the engine as it arrives (never
+ * held whole); 200 with clean or infected once scanned. A cut-off or oversize body records nothing.
+ */
+export default async function scan(app: FastifyInstance) {
+  const { processor, config } = app.services;
+  const maxBytes = config.legacyMaxPostSize;
+
+  app.post('/', async (request, reply) => {
+    const args = legacyArguments(request);
+    const principal = legacySubmitterOf(request);
+    refuseDeclaredOversize(request, maxBytes);
+    const scanned = await processor.scan(rawBodyOf(request), undefined, maxBytes);
+    const file = await processor.record(
+      scanned,
+      { principal, version: 'v1.0', metadata: {}, callback: null },
+      { id: newLegacyId() },
+    );
+    return sendLegacy(reply, 200, legacyResultOf(file), args);
+  });
+}
