@@ -87,6 +87,17 @@ describe('nsfw-language engine', () => {
     assert.deepEqual(script.findings, []);
   });
 
+  test('JSON is read by its strings, keys and escapes included, however deeply nested', async () => {
+    const escaped = await examine(
+      Buffer.from('{"note": "\\u0066uck", "sh1t": 1}'),
+      'application/json',
+    );
+    assert.equal(escaped.findings.length, 1);
+    assert.match(escaped.trace.join('\n'), /en at 5-9 \(fuck\), 10-14 \(shit\)/);
+    const deep = `${'['.repeat(100_000)}"clean words"${']'.repeat(100_000)}`;
+    assert.deepEqual((await examine(Buffer.from(deep), 'application/json')).findings, []);
+  });
+
   test('the offsets go into the trace, not the findings', async () => {
     const report = await examine(Buffer.from('Well, shit happens.'), 'text/plain');
     assert.deepEqual(report.findings, [EN]);

@@ -33,18 +33,18 @@ function jsonStrings(text: string): string {
   } catch {
     return text; // not quite JSON after all: its text is still worth reading
   }
+  // Depth-first with a stack of its own: a deeply nested document must not overflow the call stack.
   const strings: string[] = [];
-  const visit = (value: unknown): void => {
+  const pending: unknown[] = [document];
+  while (pending.length > 0) {
+    const value = pending.pop();
     if (typeof value === 'string') strings.push(value);
-    else if (Array.isArray(value)) for (const item of value) visit(item);
+    else if (Array.isArray(value))
+      for (let i = value.length - 1; i >= 0; i--) pending.push(value[i]);
     else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value)) {
-        strings.push(key);
-        visit(item);
-      }
+      for (const [key, item] of Object.entries(value).reverse()) pending.push(item, key);
     }
-  };
-  visit(document);
+  }
   return strings.join('\n');
 }
 
