@@ -50,6 +50,8 @@ export class WorkerPool<Request, Result> {
   private readonly slots: Array<Slot<Request, Result>> = [];
   private readonly queue: Array<Job<Request, Result>> = [];
   private nextId = 0;
+  /** Replacement workers still starting. */
+  private starting = 0;
   private closed = false;
 
   private constructor(private readonly options: WorkerPoolOptions) {}
@@ -77,6 +79,9 @@ export class WorkerPool<Request, Result> {
 
   run(request: Request, signal: AbortSignal, transfer: ArrayBuffer[] = []): Promise<Result> {
     if (this.closed) return Promise.reject(new Error(`${this.options.name} is closed`));
+    if (this.slots.length === 0 && this.starting === 0) {
+      return Promise.reject(new Error(`${this.options.name} has no worker left`));
+    }
     if (signal.aborted) {
       return Promise.reject(
         new Error(`${this.options.name} stopped: ${reasonText(signal.reason)}`),
@@ -149,8 +154,10 @@ export class WorkerPool<Request, Result> {
     if (index < 0 || this.closed) return;
     this.slots.splice(index, 1);
     this.options.log?.(`${this.options.name} worker replaced: ${why}`);
+    this.starting++;
     this.startWorker().then(
       (worker) => {
+        this.starting--;
         if (this.closed) {
           worker.terminate().catch(() => undefined);
           return;
@@ -159,9 +166,10 @@ export class WorkerPool<Request, Result> {
         this.dispatch();
       },
       (error: Error) => {
+        this.starting--;
         this.options.log?.(`${this.options.name} worker could not restart: ${error.message}`);
         // With no worker left, queued requests would wait forever: fail them instead.
-        if (this.slots.length === 0) {
+        if (this.slots.length === 0 && this.starting === 0) {
           for (const job of this.queue.splice(0)) this.settle(job, error);
         }
       },
@@ -172,6 +180,7 @@ export class WorkerPool<Request, Result> {
     const worker = spawnWorker(this.options);
     return new Promise((resolve, reject) => {
       let started = false;
+      let failure = '';
       worker.on('message', (reply: WorkerReply<Result>) => {
         if ('ready' in reply) {
           started = true;
@@ -194,6 +203,7 @@ export class WorkerPool<Request, Result> {
         this.dispatch();
       });
       worker.on('error', (error) => {
+        failure = error.message; // e.g. its heap limit reached; the exit follows
         if (!started) reject(new Error(`${this.options.name} worker failed: ${error.message}`));
         else this.options.log?.(`${this.options.name} worker failed: ${error.message}`);
       });
@@ -204,9 +214,10 @@ export class WorkerPool<Request, Result> {
         }
         const slot = this.slots.find((candidate) => candidate.worker === worker);
         if (slot === undefined) return;
+        const why = failure || `it exited (${code})`;
         if (slot.job)
-          this.settle(slot.job, new Error(`${this.options.name} worker exited (${code})`));
-        this.replace(slot, `it exited (${code})`);
+          this.settle(slot.job, new Error(`${this.options.name} worker failed: ${why}`));
+        this.replace(slot, why);
       });
     });
   }

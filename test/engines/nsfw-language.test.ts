@@ -174,6 +174,18 @@ describe('nsfw-language engine', () => {
     }
   });
 
+  test('content exhausting a worker heap is an error, and the engine goes on working', async () => {
+    const frugal = await NsfwLanguageEngine.create({ poolSize: 1, workerHeapMb: 32 });
+    try {
+      const big = Buffer.from('Ein ganz normaler Satz aus Köln. '.repeat(500_000));
+      await assert.rejects(frugal.examine(big, 'text/plain', signal()), /memory limit/);
+      const report = await frugal.examine(Buffer.from('So eine Scheiße.'), 'text/plain', signal());
+      assert.deepEqual(report.findings, ['content.de.language.nsfw.0']);
+    } finally {
+      await frugal.close();
+    }
+  });
+
   test('a stopped examination is an error, and the engine goes on working', async () => {
     const text = Buffer.from('All good here. '.repeat(400_000));
     await assert.rejects(engine.examine(text, 'text/plain', AbortSignal.abort()), /stopped/);

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../paths.js';
 import type { ContentEngine, EngineReport } from '../engine.js';
-import { IMAGE_TEST_SAMPLE_SHA256 } from '../test-content.js';
+import { IMAGE_TEST_SAMPLE_BYTES, IMAGE_TEST_SAMPLE_SHA256 } from '../test-content.js';
 import { WorkerPool } from '../worker-pool.js';
 import type { ClassScores } from './classifier.js';
 import type {
@@ -63,6 +63,14 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** COMPAT.md's sample image, by its hash (only content of its length is hashed). */
+function isTestSample(content: Buffer): boolean {
+  return (
+    content.length === IMAGE_TEST_SAMPLE_BYTES &&
+    createHash('sha256').update(content).digest('hex') === IMAGE_TEST_SAMPLE_SHA256
+  );
+}
+
 function scoreLine(scores: ClassScores): string {
   return Object.entries(scores)
     .map(([name, probability]) => `${name} ${probability.toFixed(3)}`)
@@ -112,7 +120,7 @@ export class NsfwImageEngine implements ContentEngine {
     if (content.length > this.maxBytes) {
       throw new Error(`nsfw-image examines at most ${this.maxBytes} bytes`);
     }
-    if (createHash('sha256').update(content).digest('hex') === IMAGE_TEST_SAMPLE_SHA256) {
+    if (isTestSample(content)) {
       return { findings: [NUDITY_FINDING], trace: ['nsfw-image: the image test sample'] };
     }
     const stop = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
