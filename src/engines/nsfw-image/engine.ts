@@ -30,7 +30,7 @@ const IMAGE_TYPES = new Set([
 export interface NsfwImageOptions {
   /** Porn + Hentai probability from which an image is flagged. Default 0.5. */
   threshold?: number;
-  /** Inference worker threads, one model each (about 60 MB). Default: the CPU count. */
+  /** Inference worker threads, one model each (about 120 MB). Default: the CPU count, at most 8. */
   poolSize?: number;
   /** Largest image examined, in pixels (width x height); larger ones are an error. Default 100 M. */
   maxPixels?: number;
@@ -105,7 +105,7 @@ export class NsfwImageEngine implements ContentEngine {
     const pool = await WorkerPool.create<ClassifyRequest, ClassifyResult>({
       name: 'nsfw-image',
       script: 'nsfw-image/classifier-worker',
-      size: options.poolSize ?? availableParallelism(),
+      size: options.poolSize ?? Math.min(availableParallelism(), 8),
       workerData: settings,
       log: options.log,
     });

@@ -6,7 +6,7 @@ import { isExtractable } from './extract.js';
 import type { LanguageRequest, LanguageResult, LanguageWorkerSettings } from './language-worker.js';
 
 export interface NsfwLanguageOptions {
-  /** Worker threads (each extracts and examines one item at a time). Default: the CPU count. */
+  /** Worker threads (each extracts and examines one item at a time). Default: the CPU count, at most 8. */
   poolSize?: number;
   /** Largest content examined. Default 20 MiB. */
   maxBytes?: number;
@@ -76,7 +76,7 @@ export class NsfwLanguageEngine implements ContentEngine {
     const pool = await WorkerPool.create<LanguageRequest, LanguageResult>({
       name: 'nsfw-language',
       script: 'nsfw-language/language-worker',
-      size: options.poolSize ?? availableParallelism(),
+      size: options.poolSize ?? Math.min(availableParallelism(), 8),
       workerData: settings,
       resourceLimits: { maxOldGenerationSizeMb: options.workerHeapMb ?? 1024 },
       log: options.log,
