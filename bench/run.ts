@@ -6,6 +6,9 @@
  * Every file is fresh random data (clamd caches clean verdicts by hash). Rounds alternate between
  * the two paths; the best round of each is reported. Assay runs as its own process (the built
  * `bin/assay.js`), so its peak RSS (VmHWM) is its own.
+ *
+ * The NSFW engines are measured first, in this process (bench/nsfw.ts); BENCH_ONLY=nsfw-image or
+ * BENCH_ONLY=nsfw-language runs just one of them, without clamd.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +21,7 @@ import { pino } from 'pino';
 import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { benchAsync } from './async.js';
+import { benchNsfwImage, benchNsfwLanguage } from './nsfw.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
 
 const MB = 1024 * 1024;
@@ -147,6 +151,21 @@ interface Scenario {
 }
 
 async function main() {
+  const scenarios: Scenario[] = [
+    { name: '4 KB files, concurrency 8', size: 4096, count: SMALL_FILES, concurrency: 8 },
+    { name: '10 MB uploads, one at a time', size: 10 * MB, count: 5, concurrency: 1 },
+    { name: '100 MB uploads, one at a time', size: 100 * MB, count: 2, concurrency: 1 },
+  ];
+  // BENCH_ONLY=4kb (a word of the scenario's name) runs just the matching scenarios.
+  const only = process.env.BENCH_ONLY?.toLowerCase();
+  const selected = scenarios.filter(
+    (s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only),
+  );
+  const wantsAsync = only === undefined || 'async'.includes(only);
+  // The NSFW engines run in this process, without clamd or the service.
+  const nsfwLines = await benchNsfw(only);
+  if (selected.length === 0 && !wantsAsync) return;
+
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
   const work = mkdtempSync(join(tmpdir(), 'assay-bench-'));
@@ -166,17 +185,7 @@ async function main() {
     `assay pid ${pid} at ${assay.url}; clamd pid ${managed.pid}; ${ROUNDS} rounds each\n`,
   );
 
-  const scenarios: Scenario[] = [
-    { name: '4 KB files, concurrency 8', size: 4096, count: SMALL_FILES, concurrency: 8 },
-    { name: '10 MB uploads, one at a time', size: 10 * MB, count: 5, concurrency: 1 },
-    { name: '100 MB uploads, one at a time', size: 100 * MB, count: 2, concurrency: 1 },
-  ];
-  // BENCH_ONLY=4kb (a word of the scenario's name) runs just the matching scenarios.
-  const only = process.env.BENCH_ONLY?.toLowerCase();
-  const selected = scenarios.filter(
-    (s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only),
-  );
-  const ratios: string[] = [];
+  const ratios: string[] = [...nsfwLines];
   try {
     // Warm both paths (JIT, connections, clamd's first-scan costs).
     await runConcurrently(200, 8, () => uploadToAssay(assay.url, randomBytes(4096)));
@@ -229,7 +238,7 @@ async function main() {
       }
       console.log('');
     }
-    if (only === undefined || 'async'.includes(only)) {
+    if (wantsAsync) {
       console.log('== async processing and callbacks');
       const lines = await benchAsync(
         assay.url,
@@ -252,6 +261,23 @@ async function main() {
     rmSync(work, { recursive: true, force: true });
     agent.destroy();
   }
+}
+
+/** BENCH_ONLY=nsfw-image or nsfw-language (or nsfw for both) runs just that engine's bench. */
+async function benchNsfw(only: string | undefined): Promise<string[]> {
+  const summary: string[] = [];
+  for (const [name, bench] of [
+    ['nsfw-image', benchNsfwImage],
+    ['nsfw-language', benchNsfwLanguage],
+  ] as const) {
+    if (only !== undefined && !name.includes(only)) continue;
+    console.log(`== ${name} engine (in process)`);
+    const lines = await bench();
+    for (const line of lines) console.log(`  ${line}`);
+    summary.push(...lines.map((line) => `${name}: ${line}`));
+    console.log('');
+  }
+  return summary;
 }
 
 main().catch((error: unknown) => {

@@ -17,7 +17,7 @@ function tableCrc32(data: Uint8Array): number {
 }
 
 // zlib.crc32 exists from Node 20.15 on; earlier 20.x releases use the table.
-const crc32: (data: Uint8Array) => number =
+export const crc32: (data: Uint8Array) => number =
   typeof zlib.crc32 === 'function' ? (data) => zlib.crc32(data) : tableCrc32;
 
 export interface ZipEntry {

@@ -1,0 +1,25 @@
+// Worker thread of NsfwImageEngine: one copy of the model, one inference at a time.
+import { workerData } from 'node:worker_threads';
+import { serveWorkerRequests } from '../worker-side.js';
+import { type ClassScores, NsfwClassifier } from './classifier.js';
+
+export interface ClassifierWorkerSettings {
+  modelDir: string;
+}
+
+export interface ClassifyRequest {
+  pixels: Uint8Array;
+}
+
+export interface ClassifyResult {
+  scores: ClassScores;
+}
+
+const settings = workerData as ClassifierWorkerSettings;
+
+await serveWorkerRequests<ClassifyRequest, ClassifyResult>(async () => {
+  const classifier = await NsfwClassifier.load(settings.modelDir);
+  return async ({ pixels }) => ({
+    result: { scores: await classifier.classify(pixels) },
+  });
+});

@@ -1,0 +1,234 @@
+import { type ResourceLimits, Worker } from 'node:worker_threads';
+
+/** Messages from a worker script written with `serveWorkerRequests` (worker-side.ts). */
+export type WorkerReply<Result> =
+  | { ready: true }
+  | { startError: string }
+  | { id: number; result: Result }
+  | { id: number; error: string };
+
+export interface WorkerPoolOptions {
+  /** Used in error messages, e.g. 'nsfw-image'. */
+  name: string;
+  /** The worker script, relative to src/engines (dist/engines) and without extension. */
+  script: string;
+  size: number;
+  /** Handed to every worker as `workerData`. */
+  workerData?: unknown;
+  /** e.g. a heap limit, so a job that would exhaust memory ends its worker, not the process. */
+  resourceLimits?: ResourceLimits;
+  log?: (message: string) => void;
+}
+
+interface Job<Request, Result> {
+  id: number;
+  request: Request;
+  transfer: ArrayBuffer[];
+  signal: AbortSignal;
+  resolve: (result: Result) => void;
+  reject: (error: Error) => void;
+  onAbort: () => void;
+}
+
+interface Slot<Request, Result> {
+  worker: Worker;
+  job: Job<Request, Result> | null;
+}
+
+function reasonText(reason: unknown): string {
+  if (reason instanceof Error) return reason.name === 'TimeoutError' ? 'timed out' : reason.message;
+  return reason === undefined ? 'aborted' : String(reason);
+}
+
+/**
+ * A fixed number of worker threads answering one request at a time each, so CPU-heavy work
+ * (inference, text extraction) never runs on the event loop. A request whose signal aborts is
+ * rejected at once; if it was running, its worker is terminated and replaced, so a stuck job
+ * cannot hold a worker. A worker that dies rejects its request and is replaced.
+ */
+export class WorkerPool<Request, Result> {
+  private readonly slots: Array<Slot<Request, Result>> = [];
+  private readonly queue: Array<Job<Request, Result>> = [];
+  private nextId = 0;
+  /** Replacement workers still starting. */
+  private starting = 0;
+  private closed = false;
+
+  private constructor(private readonly options: WorkerPoolOptions) {}
+
+  /** Starts all workers; fails with the first worker's start error (e.g. a missing model). */
+  static async create<Request, Result>(
+    options: WorkerPoolOptions,
+  ): Promise<WorkerPool<Request, Result>> {
+    const pool = new WorkerPool<Request, Result>(options);
+    try {
+      const workers = await Promise.all(
+        Array.from({ length: Math.max(1, options.size) }, () => pool.startWorker()),
+      );
+      for (const worker of workers) pool.slots.push({ worker, job: null });
+    } catch (error) {
+      await pool.close();
+      throw error;
+    }
+    return pool;
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  run(request: Request, signal: AbortSignal, transfer: ArrayBuffer[] = []): Promise<Result> {
+    if (this.closed) return Promise.reject(new Error(`${this.options.name} is closed`));
+    if (this.slots.length === 0 && this.starting === 0) {
+      return Promise.reject(new Error(`${this.options.name} has no worker left`));
+    }
+    if (signal.aborted) {
+      return Promise.reject(
+        new Error(`${this.options.name} stopped: ${reasonText(signal.reason)}`),
+      );
+    }
+    return new Promise<Result>((resolve, reject) => {
+      const job: Job<Request, Result> = {
+        id: this.nextId++,
+        request,
+        transfer,
+        signal,
+        resolve,
+        reject,
+        onAbort: () => this.abort(job),
+      };
+      signal.addEventListener('abort', job.onAbort, { once: true });
+      this.queue.push(job);
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0))
+      this.settle(job, new Error(`${this.options.name} closed`));
+    const slots = this.slots.splice(0);
+    for (const slot of slots) {
+      if (slot.job) this.settle(slot.job, new Error(`${this.options.name} closed`));
+    }
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+  }
+
+  private settle(job: Job<Request, Result>, outcome: Error | { result: Result }): void {
+    job.signal.removeEventListener('abort', job.onAbort);
+    if (outcome instanceof Error) job.reject(outcome);
+    else job.resolve(outcome.result);
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (slot.job !== null) continue;
+      const job = this.queue.shift();
+      if (job === undefined) return;
+      slot.job = job;
+      slot.worker.postMessage({ id: job.id, request: job.request }, job.transfer);
+    }
+  }
+
+  private abort(job: Job<Request, Result>): void {
+    const error = new Error(`${this.options.name} stopped: ${reasonText(job.signal.reason)}`);
+    const queued = this.queue.indexOf(job);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      this.settle(job, error);
+      return;
+    }
+    const slot = this.slots.find((candidate) => candidate.job === job);
+    if (slot === undefined) return;
+    this.settle(job, error);
+    this.replace(slot, 'its request was stopped');
+  }
+
+  /** Terminates the slot's worker and starts another in its place (the slot stays busy till then). */
+  private replace(slot: Slot<Request, Result>, why: string): void {
+    const old = slot.worker;
+    old.removeAllListeners('exit');
+    old.terminate().catch(() => undefined);
+    slot.job = null;
+    const index = this.slots.indexOf(slot);
+    if (index < 0 || this.closed) return;
+    this.slots.splice(index, 1);
+    this.options.log?.(`${this.options.name} worker replaced: ${why}`);
+    this.starting++;
+    this.startWorker().then(
+      (worker) => {
+        this.starting--;
+        if (this.closed) {
+          worker.terminate().catch(() => undefined);
+          return;
+        }
+        this.slots.push({ worker, job: null });
+        this.dispatch();
+      },
+      (error: Error) => {
+        this.starting--;
+        this.options.log?.(`${this.options.name} worker could not restart: ${error.message}`);
+        // With no worker left, queued requests would wait forever: fail them instead.
+        if (this.slots.length === 0 && this.starting === 0) {
+          for (const job of this.queue.splice(0)) this.settle(job, error);
+        }
+      },
+    );
+  }
+
+  private startWorker(): Promise<Worker> {
+    const worker = spawnWorker(this.options);
+    return new Promise((resolve, reject) => {
+      let started = false;
+      let failure = '';
+      worker.on('message', (reply: WorkerReply<Result>) => {
+        if ('ready' in reply) {
+          started = true;
+          resolve(worker);
+          return;
+        }
+        if ('startError' in reply) {
+          worker.terminate().catch(() => undefined);
+          reject(new Error(`${this.options.name} worker failed to start: ${reply.startError}`));
+          return;
+        }
+        const slot = this.slots.find((candidate) => candidate.worker === worker);
+        const job = slot?.job;
+        if (slot === undefined || job === undefined || job === null || job.id !== reply.id) return;
+        slot.job = null;
+        this.settle(
+          job,
+          'error' in reply ? new Error(`${this.options.name}: ${reply.error}`) : reply,
+        );
+        this.dispatch();
+      });
+      worker.on('error', (error) => {
+        failure = error.message; // e.g. its heap limit reached; the exit follows
+        if (!started) reject(new Error(`${this.options.name} worker failed: ${error.message}`));
+        else this.options.log?.(`${this.options.name} worker failed: ${error.message}`);
+      });
+      worker.on('exit', (code) => {
+        if (!started) {
+          reject(new Error(`${this.options.name} worker exited (${code}) before it was ready`));
+          return;
+        }
+        const slot = this.slots.find((candidate) => candidate.worker === worker);
+        if (slot === undefined) return;
+        const why = failure || `it exited (${code})`;
+        if (slot.job)
+          this.settle(slot.job, new Error(`${this.options.name} worker failed: ${why}`));
+        this.replace(slot, why);
+      });
+    });
+  }
+}
+
+/** The worker runs the compiled .js file; under tsx (tests, development) it registers tsx first. */
+function spawnWorker({ script, workerData, resourceLimits }: WorkerPoolOptions): Worker {
+  if (!import.meta.url.endsWith('.ts')) {
+    return new Worker(new URL(`./${script}.js`, import.meta.url), { workerData, resourceLimits });
+  }
+  const entry = new URL(`./${script}.ts`, import.meta.url).href;
+  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData, resourceLimits });
+}

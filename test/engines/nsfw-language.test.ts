@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { NsfwLanguageEngine } from '../../src/engines/nsfw-language/engine.js';
+import { LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
+import { docxWithText, pdfWithText } from '../helpers/documents.js';
+
+const EN = 'content.en.language.nsfw.0';
+const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+
+/** Each format's way of carrying a few lines of text, as Assay's type detector names it. */
+const FORMATS: Record<string, { type: string; make: (lines: string[]) => Buffer }> = {
+  'plain text': { type: 'text/plain', make: (lines) => Buffer.from(lines.join('\n')) },
+  HTML: {
+    type: 'text/html',
+    make: (lines) =>
+      Buffer.from(
+        `<!DOCTYPE html><html><head><title>Notes</title><style>p { color: red }</style></head>` +
+          `<body>${lines.map((line) => `<p>${line.replace(/&/g, '&amp;')}</p>`).join('\n')}</body></html>`,
+      ),
+  },
+  JSON: {
+    type: 'application/json',
+    make: (lines) => Buffer.from(JSON.stringify({ comments: lines.map((text) => ({ text })) })),
+  },
+  PDF: { type: 'application/pdf', make: pdfWithText },
+  DOCX: { type: DOCX, make: docxWithText },
+};
+
+const EVASIONS = ['what the f*ck', 'fuuuuck this', 'that is sh1t', 'ｆｕｃｋ ｙｏｕ'];
+
+/** Innocent words that naive filters flag (the Scunthorpe problem). */
+const INNOCENT_ENGLISH = [
+  'We landed in Scunthorpe; the cockpit crew ordered shiitake soup.',
+  'The pussycat sat by the cocktail bar in Essex, reading about an assassin.',
+  'She graduated magna cum laude from a classic school near Penistone.',
+  'The analysis of the therapist was grape-based: a Dickensian bass.',
+];
+
+describe('nsfw-language engine', () => {
+  let engine: NsfwLanguageEngine;
+  const signal = () => AbortSignal.timeout(60_000);
+  const examine = (content: Buffer, type: string) => engine.examine(content, type, signal());
+
+  before(async () => {
+    engine = await NsfwLanguageEngine.create({ poolSize: 1 });
+  });
+  after(() => engine.close());
+
+  test('wants text, JSON, HTML, PDF and DOCX, and nothing else', () => {
+    for (const type of [
+      'text/plain',
+      'text/html',
+      'text/csv',
+      'application/json',
+      'application/pdf',
+      DOCX,
+    ]) {
+      assert.equal(engine.wants(type), true, type);
+    }
+    for (const type of ['image/jpeg', 'application/zip', 'application/octet-stream']) {
+      assert.equal(engine.wants(type), false, type);
+    }
+  });
+
+  for (const [format, { type, make }] of Object.entries(FORMATS)) {
+    test(`English obscenities with evasions are flagged in ${format}`, async () => {
+      for (const evasion of EVASIONS) {
+        const report = await examine(make(['A quiet line first.', evasion]), type);
+        assert.deepEqual(report.findings, [EN], `${format}: ${evasion}`);
+        assert.match(report.trace.join('\n'), /en at \d+-\d+ \((?:fuck|shit)\)/, evasion);
+      }
+    });
+
+    test(`innocent English words are not flagged in ${format}`, async () => {
+      const report = await examine(make(INNOCENT_ENGLISH), type);
+      assert.deepEqual(report.findings, [], report.trace.join('\n'));
+    });
+  }
+
+  test('HTML markup and entities do not hide a word, and scripts are not text', async () => {
+    const hidden = await examine(Buffer.from('<p>f<b>u</b>ck and &#115;hit</p>'), 'text/html');
+    assert.deepEqual(hidden.findings, [EN]);
+    const script = await examine(
+      Buffer.from('<html><body><p>Hello</p><script>const fuck = 1;</script></body></html>'),
+      'text/html',
+    );
+    assert.deepEqual(script.findings, []);
+  });
+
+  test('JSON is read by its strings, keys and escapes included, however deeply nested', async () => {
+    const escaped = await examine(
+      Buffer.from('{"note": "\\u0066uck", "sh1t": 1}'),
+      'application/json',
+    );
+    assert.equal(escaped.findings.length, 1);
+    assert.match(escaped.trace.join('\n'), /en at 5-9 \(fuck\), 10-14 \(shit\)/);
+    const deep = `${'['.repeat(100_000)}"clean words"${']'.repeat(100_000)}`;
+    assert.deepEqual((await examine(Buffer.from(deep), 'application/json')).findings, []);
+  });
+
+  test('the offsets go into the trace, not the findings', async () => {
+    const report = await examine(Buffer.from('Well, shit happens.'), 'text/plain');
+    assert.deepEqual(report.findings, [EN]);
+    assert.ok(report.trace.includes('nsfw-language: en at 6-10 (shit)'), report.trace.join('\n'));
+  });
+
+  test('German, French and Spanish obscenities are flagged with their language', async () => {
+    const samples: Array<[string, string]> = [
+      ['de', 'Halt die Klappe, du blödes Arschloch!'],
+      ['de', 'So eine Scheiße, alles ist verfickt.'],
+      ['fr', 'Quelle merde, ce connard est parti.'],
+      ['fr', "Ferme-la, espèce d'enfoiré."],
+      ['es', 'Eres un cabrón y un hijo de puta.'],
+      ['es', '¡Qué mierda de día!'],
+    ];
+    for (const [language, text] of samples) {
+      for (const [format, { type, make }] of Object.entries(FORMATS)) {
+        const report = await examine(make([text]), type);
+        assert.deepEqual(
+          report.findings,
+          [`content.${language}.language.nsfw.0`],
+          `${format}: ${text}`,
+        );
+      }
+    }
+  });
+
+  test('ordinary German, French, Spanish and Italian prose is not flagged', async () => {
+    const prose = [
+      'Der Fehler lag beim Metzger: die Eier und Knochen waren für die Hunde. Das ist lustig.',
+      "Pour le dîner, je mange une pomme et de la pâte. Et toi ? S'il vous plaît, à 5 heures.",
+      'El perro come un hueso en el vehículo. La corrida termina; el café está caliente.',
+      'La regina mangia il pesce con le fave; il finocchio e i piselli sono nel cesso.',
+    ];
+    const report = await examine(Buffer.from(prose.join('\n')), 'text/plain');
+    assert.deepEqual(report.findings, [], report.trace.join('\n'));
+  });
+
+  test('the language test sample of COMPAT.md is flagged as English, in any format', async () => {
+    for (const [format, { type, make }] of Object.entries(FORMATS)) {
+      const report = await examine(make([LANGUAGE_TEST_MARKER]), type);
+      assert.deepEqual(report.findings, [EN], format);
+    }
+  });
+
+  test('a corrupt PDF or DOCX is an error, never a pass', async () => {
+    await assert.rejects(
+      examine(Buffer.from('%PDF-1.7\n1 0 obj broken'), 'application/pdf'),
+      /PDF/,
+    );
+    const docx = docxWithText(['fine']);
+    await assert.rejects(examine(docx.subarray(0, docx.length - 30), DOCX), /DOCX/);
+  });
+
+  test('content or text beyond the caps is an error, never a pass', async () => {
+    const small = await NsfwLanguageEngine.create({
+      poolSize: 1,
+      maxBytes: 1000,
+      maxTextChars: 100,
+    });
+    try {
+      await assert.rejects(
+        small.examine(Buffer.alloc(1001, 'a'), 'text/plain', signal()),
+        /at most 1000 bytes/,
+      );
+      await assert.rejects(
+        small.examine(Buffer.alloc(200, 'a'), 'text/plain', signal()),
+        /longer than the 100 characters/,
+      );
+      const report = await small.examine(Buffer.from('plain words'), 'text/plain', signal());
+      assert.deepEqual(report.findings, []);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('content exhausting a worker heap is an error, and the engine goes on working', async () => {
+    const frugal = await NsfwLanguageEngine.create({ poolSize: 1, workerHeapMb: 32 });
+    try {
+      const big = Buffer.from('Ein ganz normaler Satz aus Köln. '.repeat(500_000));
+      await assert.rejects(frugal.examine(big, 'text/plain', signal()), /memory limit/);
+      const report = await frugal.examine(Buffer.from('So eine Scheiße.'), 'text/plain', signal());
+      assert.deepEqual(report.findings, ['content.de.language.nsfw.0']);
+    } finally {
+      await frugal.close();
+    }
+  });
+
+  test('a stopped examination is an error, and the engine goes on working', async () => {
+    const text = Buffer.from('All good here. '.repeat(400_000));
+    await assert.rejects(engine.examine(text, 'text/plain', AbortSignal.abort()), /stopped/);
+    const controller = new AbortController();
+    const running = engine.examine(text, 'text/plain', controller.signal);
+    controller.abort(new Error('the item was cancelled'));
+    await assert.rejects(running, /stopped: the item was cancelled/);
+    const report = await examine(Buffer.from('what the fuck'), 'text/plain');
+    assert.deepEqual(report.findings, [EN]);
+  });
+});
