@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import type { FindingsStyle } from './engines/clamav/findings.js';
@@ -47,6 +47,7 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | null;
   /** Fastify's trustProxy: false, true (any hop), or the proxies' addresses and CIDRs. */
   trustProxy: boolean | string[];
+  nsfw: { imageThreshold: number; workers: number };
   /** v1.0: largest raw POST body in bytes (413 above it). */
   legacyMaxPostSize: number;
   /** v1.0: where its API lives; its path prefixes /api/scan. Null: /api/scan on this server. */
@@ -100,6 +101,14 @@ export const SETTINGS = {
   },
   ASSAY_TLS_CERT: { default: '', doc: 'PEM certificate file: set with ASSAY_TLS_KEY for HTTPS.' },
   ASSAY_TLS_KEY: { default: '', doc: 'PEM private key file of ASSAY_TLS_CERT.' },
+  ASSAY_NSFW_IMAGE_THRESHOLD: {
+    default: '0.5',
+    doc: 'Porn + Hentai probability from which an image is flagged (0-1).',
+  },
+  ASSAY_NSFW_WORKERS: {
+    default: '0',
+    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8.',
+  },
   ASSAY_TRUST_PROXY: {
     default: '',
     doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
@@ -294,6 +303,10 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
     tls: tls(env),
     trustProxy: trustProxy(env),
+    nsfw: {
+      imageThreshold: decimal(env, 'ASSAY_NSFW_IMAGE_THRESHOLD', 1),
+      workers: integer(env, 'ASSAY_NSFW_WORKERS', 0, 64) || Math.min(availableParallelism(), 8),
+    },
     legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
     legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [

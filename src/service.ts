@@ -4,6 +4,8 @@ import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
 import { ContentTypeDetector } from './engines/content-type.js';
+import type { ContentEngine } from './engines/engine.js';
+import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { packageVersion } from './paths.js';
@@ -79,7 +81,9 @@ export async function startService(
   }
   let managedClamd: ManagedClamd | null = null;
   let detector: ContentTypeDetector | null = null;
+  const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const release = async () => {
+    await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
     await store.close();
@@ -91,7 +95,7 @@ export async function startService(
         parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
     );
     detector = await ContentTypeDetector.create((message) => logger.warn(message));
-    const scanner = new ContentScanner(clamd, detector, config.findingsStyle);
+    const scanner = new ContentScanner(clamd, detector, config.findingsStyle, engines);
     const spool = new Spool(config.dataDir);
     await spool.init();
     const policy = AddressPolicy.fromSetting(config.fetchAllow);

@@ -21,3 +21,10 @@ export class EngineUnavailableError extends Error {
     super(`the ${engine} engine could not scan the content (${reason}); nothing was processed`);
   }
 }
+
+/**
+ * The content cannot be examined as asked, and retrying will not change that: an engine could not
+ * decide (a corrupt image, a document past its caps, a timeout), or no category is enabled. The
+ * item gets an `error`, never findings.
+ */
+export class ContentNotExaminedError extends Error {}

@@ -3,8 +3,9 @@ import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { Job } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
-import { EngineUnavailableError } from './errors.js';
+import { ContentNotExaminedError, EngineUnavailableError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
+import { LEGACY_CATEGORIES } from './legacy-result.js';
 import type { ContentProcessor, Submission } from './process-content.js';
 import { fetchAndScan, RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
@@ -123,14 +124,21 @@ export class JobRunner {
   private async process(job: Job): Promise<void> {
     const submission = await this.submissionOf(job);
     const legacy = submission.version === 'v1.0' ? this.options.legacy : null;
+    const categories = submission.principal.detectionCategories;
     if (job.kind === 'upload') {
       if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
-      const scanned = await this.processor.scan(
-        this.spool.read(job.spoolPath),
-        job.creationDate,
-        legacy?.maxPostBytes,
-      );
-      await this.processor.record(scanned, submission, { jobId: job.id });
+      try {
+        const scanned = await this.processor.scan(this.spool.read(job.spoolPath), {
+          categories,
+          receivedAt: job.creationDate,
+          maxBytes: legacy?.maxPostBytes,
+        });
+        await this.processor.record(scanned, submission, { jobId: job.id });
+      } catch (error) {
+        if (!(error instanceof ContentNotExaminedError)) throw error;
+        // No retry can examine it (a corrupt image, a document past its caps): an error, never clean.
+        await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
+      }
       await this.removeSpool(job);
       return;
     }
@@ -142,10 +150,13 @@ export class JobRunner {
           ? this.options.fetch
           : { ...this.options.fetch, maxBytes: legacy.maxFetchBytes },
         job.creationDate,
+        categories,
       );
       await this.processor.record(scanned, submission, { jobId: job.id, events: [downloaded] });
     } catch (error) {
-      if (!(error instanceof RemoteContentError)) throw error;
+      if (!(error instanceof RemoteContentError || error instanceof ContentNotExaminedError)) {
+        throw error;
+      }
       // The download cannot succeed as submitted: a finished job with an error, never clean.
       await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
     }
@@ -158,7 +169,8 @@ export class JobRunner {
         accountId: job.accountId,
         keyId: job.apiKeyId,
         tokenId: null,
-        detectionCategories: key?.detectionCategories ?? [],
+        detectionCategories:
+          job.apiVersion === 'v1.0' ? [...LEGACY_CATEGORIES] : (key?.detectionCategories ?? []),
         // Accepted work is finished even if the balance ran out since: it was paid for at submission.
         balanceExhausted: false,
         // Rate limits apply to requests; the job's request was already counted.

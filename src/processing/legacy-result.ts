@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LegacyFormat, StoredFile } from '../store/records.js';
+import type { DetectionCategory, LegacyFormat, StoredFile } from '../store/records.js';
 
 /** The deprecated v1.0 result: one document per scan, in JSON, XML or YAML. */
 export interface LegacyResult {
@@ -13,6 +13,9 @@ export interface LegacyResult {
   /** The item's id in UUID form: quoted in support tickets and read back by status. */
   request_id: string;
 }
+
+/** v1.0 is a malware API (`clean`/`infected`): only MALWARE runs, whatever else the key has. */
+export const LEGACY_CATEGORIES: readonly DetectionCategory[] = ['MALWARE'];
 
 export const LEGACY_FORMATS: readonly LegacyFormat[] = ['json', 'xml', 'yaml'];
 

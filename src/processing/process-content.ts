@@ -1,6 +1,11 @@
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
-import type { LegacyJobOptions, StoredFile, TraceEvent } from '../store/records.js';
+import type {
+  DetectionCategory,
+  LegacyJobOptions,
+  StoredFile,
+  TraceEvent,
+} from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { SubmissionVersion } from './file-result.js';
 import type { ResultRecorder } from './result-recorder.js';
@@ -38,10 +43,16 @@ export class ContentProcessor {
   /** Throws (recording nothing) when there is no complete verdict; v1.0 has limits of its own. */
   async scan(
     source: AsyncIterable<Buffer>,
-    receivedAt = new Date().toISOString(),
-    maxBytes = this.maxFileSize,
+    options: {
+      /** Only these categories' engines run (the key's, or MALWARE alone for v1.0). */
+      categories: readonly DetectionCategory[];
+      receivedAt?: string;
+      maxBytes?: number;
+    },
   ): Promise<ScannedContent> {
-    const verdict = await this.scanner.scan(source, { maxBytes });
+    const receivedAt = options.receivedAt ?? new Date().toISOString();
+    const maxBytes = options.maxBytes ?? this.maxFileSize;
+    const verdict = await this.scanner.scan(source, { maxBytes, categories: options.categories });
     return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }
 

@@ -5,7 +5,7 @@ import {
   OutboundRefusedError,
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
-import type { TraceEvent } from '../store/records.js';
+import type { DetectionCategory, TraceEvent } from '../store/records.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
 import { type ContentProcessor, event, type ScannedContent } from './process-content.js';
 
@@ -28,6 +28,7 @@ export async function fetchAndScan(
   location: string,
   options: OutboundOptions & { maxBytes: number },
   receivedAt: string,
+  categories: readonly DetectionCategory[],
 ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
   let bytes = 0;
   let downloadedAt = '';
@@ -40,7 +41,11 @@ export async function fetchAndScan(
       }
       downloadedAt = new Date().toISOString();
     })();
-    const scanned = await processor.scan(counted, receivedAt, options.maxBytes);
+    const scanned = await processor.scan(counted, {
+      categories,
+      receivedAt,
+      maxBytes: options.maxBytes,
+    });
     const downloaded = event(
       `downloaded: ${bytes} bytes from ${redactUrl(remote.finalUrl)}`,
       downloadedAt,

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
 import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
 import { type ContentTypeDetector, SNIFF_BYTES } from '../engines/content-type.js';
-import { ContentTooLargeError, EmptyContentError, EngineUnavailableError } from './errors.js';
+import type { ContentEngine, EngineReport } from '../engines/engine.js';
+import type { DetectionCategory } from '../store/records.js';
+import {
+  ContentNotExaminedError,
+  ContentTooLargeError,
+  EmptyContentError,
+  EngineUnavailableError,
+} from './errors.js';
 
 /** Everything the engines say about one piece of content. */
 export interface ContentVerdict {
@@ -17,20 +24,39 @@ export interface ContentVerdict {
 
 export interface ScanOptions {
   maxBytes: number;
+  /** The key's detection categories: only their engines run. */
+  categories: readonly DetectionCategory[];
 }
+
+/** An engine examining one item longer than this has failed (its own caps are usually lower). */
+const ENGINE_TIME_LIMIT_MS = 120_000;
 
 /**
  * Scans content in one streaming pass: SHA-1 and SHA-256, the media type from the first bytes, and
- * clamd's INSTREAM, with backpressure from clamd to the source. The content is never held whole.
+ * clamd's INSTREAM (MALWARE), with backpressure from clamd to the source. Content the other enabled
+ * engines want (images, text, documents; they need it whole) is held in memory up to their size
+ * limit and dropped as soon as the media type shows no engine wants it. Engines run in parallel.
  */
 export class ContentScanner {
   constructor(
     private readonly clamd: ClamdClient,
     private readonly detector: ContentTypeDetector,
     private readonly findingsStyle: FindingsStyle,
+    private readonly engines: readonly ContentEngine[],
   ) {}
 
   async scan(source: AsyncIterable<Buffer>, options: ScanOptions): Promise<ContentVerdict> {
+    const enabled = new Set(options.categories);
+    const engines = this.engines.filter((engine) => enabled.has(engine.category));
+    const malware = enabled.has('MALWARE');
+    if (!malware && engines.length === 0) {
+      throw new ContentNotExaminedError(
+        'no detection category is enabled for this key: nothing would examine the content',
+      );
+    }
+    const holdLimit = Math.max(0, ...engines.map((engine) => engine.maxBytes));
+    let held: Buffer[] | null = engines.length > 0 ? [] : null;
+    let heldBytes = 0;
     const sha1 = createHash('sha1');
     const sha256 = createHash('sha256');
     const head: Buffer[] = [];
@@ -38,9 +64,18 @@ export class ContentScanner {
     let length = 0;
     // Detection runs in a worker; it starts once the head is known, in parallel with the scan.
     let contentType: Promise<string> | null = null;
-    const detect = (complete: boolean) =>
-      this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete);
-    const instream = this.clamd.instream();
+    const detect = (complete: boolean) => {
+      const detected = this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete);
+      // Stop holding content as soon as no enabled engine wants its type.
+      void detected.then(
+        (type) => {
+          if (!engines.some((engine) => engine.wants(type))) held = null;
+        },
+        () => {},
+      );
+      return detected;
+    };
+    const instream = malware ? this.clamd.instream() : null;
     try {
       for await (const chunk of source) {
         length += chunk.length;
@@ -52,30 +87,88 @@ export class ContentScanner {
           headBytes += chunk.length;
           if (headBytes >= SNIFF_BYTES) contentType = detect(false);
         }
-        await instream.write(chunk);
+        if (held !== null) {
+          heldBytes += chunk.length;
+          if (heldBytes > holdLimit) held = null;
+          else held.push(chunk);
+        }
+        await instream?.write(chunk);
       }
       if (length === 0) throw new EmptyContentError();
       contentType ??= detect(true);
-      const verdict = await instream.finish();
+      const type = await contentType;
+      const wanted = engines.filter((engine) => engine.wants(type));
+      const content = held === null ? null : Buffer.concat(held);
+      const [clamdVerdict, ...engineResults] = await Promise.allSettled([
+        instream?.finish() ?? Promise.resolve(null),
+        ...wanted.map((engine) => this.examine(engine, content, length, type)),
+      ]);
+      if (clamdVerdict?.status === 'rejected') throw clamdVerdict.reason;
+      const signature =
+        clamdVerdict?.status === 'fulfilled' ? (clamdVerdict.value?.signature ?? null) : null;
+      const findings =
+        signature === null ? [] : [clamdSignatureToFinding(signature, this.findingsStyle)];
+      const reports = [
+        malware
+          ? `engine clamav (MALWARE): ${signature === null ? 'clean' : `found ${signature}`}`
+          : 'engine clamav (MALWARE): not enabled for this key',
+      ];
+      const failures: string[] = [];
+      wanted.forEach((engine, index) => {
+        const result = engineResults[index] as PromiseSettledResult<EngineReport>;
+        if (result.status === 'rejected') {
+          const reason =
+            result.reason instanceof Error ? result.reason.message : String(result.reason);
+          failures.push(`${engine.category}: ${reason}`);
+          reports.push(`engine ${engine.name} (${engine.category}): failed: ${reason}`);
+          return;
+        }
+        findings.push(...result.value.findings);
+        reports.push(
+          `engine ${engine.name} (${engine.category}): ${result.value.findings.length === 0 ? 'nothing found' : `found ${result.value.findings.join(', ')}`}`,
+          ...result.value.trace,
+        );
+      });
+      for (const engine of engines) {
+        if (!wanted.includes(engine)) {
+          reports.push(`engine ${engine.name} (${engine.category}): does not examine ${type}`);
+        }
+      }
+      if (failures.length > 0) {
+        throw new ContentNotExaminedError(
+          `the content could not be examined: ${failures.join('; ')}`,
+        );
+      }
       return {
         checksum: sha1.digest('hex'),
         sha256: sha256.digest('hex'),
         contentLength: length,
-        contentType: await contentType,
-        findings:
-          verdict.signature === null
-            ? []
-            : [clamdSignatureToFinding(verdict.signature, this.findingsStyle)],
-        engineReports: [
-          `engine clamav (MALWARE): ${verdict.signature === null ? 'clean' : `found ${verdict.signature}`}`,
-        ],
+        contentType: type,
+        findings,
+        engineReports: reports,
       };
     } catch (error) {
-      instream.abort();
+      instream?.abort();
       if (error instanceof ClamdUnavailableError) {
         throw new EngineUnavailableError('malware', error.message);
       }
       throw error;
     }
+  }
+
+  private examine(
+    engine: ContentEngine,
+    content: Buffer | null,
+    length: number,
+    type: string,
+  ): Promise<EngineReport> {
+    if (content === null || content.length > engine.maxBytes) {
+      return Promise.reject(
+        new Error(
+          `${length} bytes of ${type} is more than ${engine.name} examines (${engine.maxBytes})`,
+        ),
+      );
+    }
+    return engine.examine(content, type, AbortSignal.timeout(ENGINE_TIME_LIMIT_MS));
   }
 }

@@ -16,7 +16,7 @@ import { decodeForModel } from './decode.js';
 export const NUDITY_FINDING = 'content.image.nsfw.nudity';
 
 /** The media types sharp decodes, as Assay's type detector (libmagic) names them. */
-const IMAGE_TYPES = new Set([
+export const IMAGE_TYPES = new Set([
   'image/jpeg',
   'image/png',
   'image/webp',

@@ -90,6 +90,12 @@ export function submitterOf(request: FastifyRequest): Principal {
   if (principal.balanceExhausted) {
     throw new HttpError(403, 'the account has no balance left: nothing was processed');
   }
+  if (principal.detectionCategories.length === 0) {
+    throw new HttpError(
+      403,
+      'this key has no detection category enabled: nothing would examine it',
+    );
+  }
   return principal;
 }
 

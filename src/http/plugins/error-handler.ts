@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
+  ContentNotExaminedError,
   ContentTooLargeError,
   EmptyContentError,
   EngineUnavailableError,
@@ -20,6 +21,8 @@ function classify(error: FastifyError | Error): ClientError | null {
   }
   if (error instanceof EmptyContentError) return { statusCode: 400, message: error.message };
   if (error instanceof ContentTooLargeError) return { statusCode: 413, message: error.message };
+  // Understood but not examinable (a corrupt image, a document past the caps): never a result.
+  if (error instanceof ContentNotExaminedError) return { statusCode: 422, message: error.message };
   if (error instanceof EngineUnavailableError) {
     return { statusCode: 503, message: error.message, headers: { 'retry-after': '5' } };
   }

@@ -1,5 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { legacyResultOf, newLegacyId } from '../../../processing/legacy-result.js';
+import {
+  LEGACY_CATEGORIES,
+  legacyResultOf,
+  newLegacyId,
+} from '../../../processing/legacy-result.js';
 import { legacySubmitterOf, rawBodyOf, refuseDeclaredOversize } from './legacy-access.js';
 import { legacyArguments, sendLegacy } from './legacy-reply.js';
 
@@ -15,7 +19,10 @@ export default async function scan(app: FastifyInstance) {
     const args = legacyArguments(request);
     const principal = legacySubmitterOf(request);
     refuseDeclaredOversize(request, maxBytes);
-    const scanned = await processor.scan(rawBodyOf(request), undefined, maxBytes);
+    const scanned = await processor.scan(rawBodyOf(request), {
+      categories: LEGACY_CATEGORIES,
+      maxBytes,
+    });
     const file = await processor.record(
       scanned,
       { principal, version: 'v1.0', metadata: {}, callback: null },

@@ -26,7 +26,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
         acceptMetadata: hasMetadata(version),
         acceptLocation: version === 'v2.2',
       },
-      (content) => processor.scan(content),
+      (content) => processor.scan(content, { categories: principal.detectionCategories }),
     );
     const submission: Submission = {
       principal,
@@ -44,6 +44,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
           fields.location,
           outbound.fetch,
           new Date().toISOString(),
+          principal.detectionCategories,
         );
         file = await processor.record(fetched.scanned, submission, {
           events: [fetched.downloaded],

@@ -1,0 +1,40 @@
+import type { Logger } from 'pino';
+import type { ContentEngine } from './engine.js';
+import { LazyEngine } from './lazy-engine.js';
+import { IMAGE_TYPES, NsfwImageEngine } from './nsfw-image/engine.js';
+import { NsfwLanguageEngine } from './nsfw-language/engine.js';
+import { isExtractable } from './nsfw-language/extract.js';
+
+export interface NsfwEngineSettings {
+  /** Porn + Hentai probability at which an image is flagged. */
+  imageThreshold: number;
+  /** Worker threads per engine. */
+  workers: number;
+}
+
+const MiB = 1024 * 1024;
+const IMAGE_MAX_BYTES = 50 * MiB;
+const LANGUAGE_MAX_BYTES = 20 * MiB;
+
+/** The NSFW_IMAGE and NSFW_LANGUAGE engines; each starts its workers on its first item. */
+export function nsfwEngines(settings: NsfwEngineSettings, logger: Logger): ContentEngine[] {
+  const log = (message: string) => logger.warn(message);
+  return [
+    new LazyEngine(
+      'nsfw-image',
+      'NSFW_IMAGE',
+      IMAGE_MAX_BYTES,
+      (type) => IMAGE_TYPES.has(type),
+      () =>
+        NsfwImageEngine.create({
+          threshold: settings.imageThreshold,
+          poolSize: settings.workers,
+          maxBytes: IMAGE_MAX_BYTES,
+          log,
+        }),
+    ),
+    new LazyEngine('nsfw-language', 'NSFW_LANGUAGE', LANGUAGE_MAX_BYTES, isExtractable, () =>
+      NsfwLanguageEngine.create({ poolSize: settings.workers, maxBytes: LANGUAGE_MAX_BYTES, log }),
+    ),
+  ];
+}

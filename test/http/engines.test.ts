@@ -1,0 +1,123 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eicar, LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
+import type { DetectionCategory } from '../../src/store/records.js';
+import { uploadForm } from '../helpers/content.js';
+import { drawing, pngBomb } from '../helpers/images.js';
+import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
+
+const clamd = useSharedClamd();
+const imageSample = readFileSync(join(import.meta.dirname, '../../static/samples/image.jpg'));
+
+async function upload(url: string, auth: string, content: Buffer | string, path = '/v2.2/files') {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: auth },
+    body: uploadForm(content),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function trace(svc: TestService, auth: string, id: string): Promise<string> {
+  const response = await fetch(`${svc.url}/v2.2/files/${id}/trace`, {
+    headers: { authorization: auth },
+  });
+  return JSON.stringify(await response.json());
+}
+
+async function keyWith(svc: TestService, categories: DetectionCategory[]): Promise<string> {
+  await svc.store.apiKeys.update(svc.keyId, { detectionCategories: categories });
+  return svc.auth;
+}
+
+describe('engines follow the key’s detection categories', () => {
+  test('a key with every category: malware, obscene language and the image sample are flagged', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const malware = await upload(svc.url, svc.auth, eicar());
+    assert.equal(malware.status, 201);
+    assert.equal((malware.body.findings as string[]).length, 1);
+
+    const language = await upload(svc.url, svc.auth, 'well what the f*ck is this, you sh1t');
+    assert.deepEqual(language.body.findings, ['content.en.language.nsfw.0']);
+    const sample = await upload(svc.url, svc.auth, `Sample ${LANGUAGE_TEST_MARKER}\n`);
+    assert.deepEqual(sample.body.findings, ['content.en.language.nsfw.0']);
+    const image = await upload(svc.url, svc.auth, imageSample);
+    assert.deepEqual(image.body.findings, ['content.image.nsfw.nudity']);
+
+    const clean = await upload(svc.url, svc.auth, await drawing());
+    assert.equal(clean.status, 201);
+    assert.deepEqual(clean.body.findings, []);
+    const lines = await trace(svc, svc.auth, String(clean.body.id));
+    assert.match(lines, /engine clamav \(MALWARE\): clean/);
+    assert.match(lines, /engine nsfw-image \(NSFW_IMAGE\): nothing found/);
+    assert.match(lines, /nsfw-language \(NSFW_LANGUAGE\): does not examine image\/png/);
+  });
+
+  test('MALWARE off: EICAR is not looked at by clamd; NSFW engines off: obscenity passes', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const languageOnly = await keyWith(svc, ['NSFW_LANGUAGE']);
+    const noMalware = await upload(svc.url, languageOnly, eicar());
+    assert.equal(noMalware.status, 201);
+    assert.deepEqual(noMalware.body.findings, []);
+    assert.match(
+      await trace(svc, languageOnly, String(noMalware.body.id)),
+      /clamav \(MALWARE\): not enabled for this key/,
+    );
+    const rude = await upload(svc.url, languageOnly, 'fuuuuck');
+    assert.deepEqual(rude.body.findings, ['content.en.language.nsfw.0']);
+
+    const malwareOnly = await keyWith(svc, ['MALWARE']);
+    const noLanguage = await upload(svc.url, malwareOnly, 'fuuuuck');
+    assert.deepEqual(noLanguage.body.findings, []);
+    assert.doesNotMatch(await trace(svc, malwareOnly, String(noLanguage.body.id)), /nsfw/);
+    const noImage = await upload(svc.url, malwareOnly, imageSample);
+    assert.deepEqual(noImage.body.findings, []);
+  });
+
+  test('a key with no category is refused (403) rather than given an empty verdict', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const none = await keyWith(svc, []);
+    for (const path of ['/v2.2/files', '/v2.2/files/async']) {
+      const refused = await upload(svc.url, none, 'hello', path);
+      assert.equal(refused.status, 403, path);
+      assert.match(String(refused.body.error), /no detection category/);
+    }
+  });
+});
+
+describe('an engine that cannot decide is an error, never a pass', () => {
+  test('a corrupt image: 422 when synchronous, an error result when asynchronous', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const corrupt = Buffer.concat([(await drawing()).subarray(0, 200), Buffer.alloc(300, 7)]);
+    const sync = await upload(svc.url, svc.auth, corrupt);
+    assert.equal(sync.status, 422);
+    assert.match(String(sync.body.error), /NSFW_IMAGE/);
+    assert.equal(sync.body.findings, undefined);
+
+    const accepted = await upload(svc.url, svc.auth, corrupt, '/v2.2/files/async');
+    assert.equal(accepted.status, 202);
+    let result: Record<string, unknown> = {};
+    for (let i = 0; i < 200; i++) {
+      const response = await fetch(`${svc.url}/v2.2/files/${accepted.body.id}`, {
+        headers: { authorization: svc.auth },
+      });
+      result = (await response.json()) as Record<string, unknown>;
+      if (response.status === 200) break; // 404 until the job is done
+
+      await sleep(50);
+    }
+    assert.match(String(result.error), /NSFW_IMAGE/);
+    assert.ok(!Array.isArray(result.findings) || result.findings.length > 0, 'no empty findings');
+  });
+
+  test('a 30,000 x 30,000 PNG bomb is refused, not decoded', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const refused = await upload(svc.url, svc.auth, pngBomb(30_000, 30_000));
+    assert.equal(refused.status, 422);
+    assert.match(String(refused.body.error), /NSFW_IMAGE.*pixels/i);
+  });
+});
