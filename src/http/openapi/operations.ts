@@ -33,7 +33,8 @@ const TOKEN_REFUSED = failure(
   'A temporary token was used: this resource needs an API key and its secret.',
 );
 const BALANCE_SPENT = failure(
-  "The account's balance is spent and the account enforces it: nothing was processed.",
+  "The account's balance is spent and the account enforces it, or the key has no detection " +
+    'category enabled: nothing was processed.',
 );
 
 /** Every operation needs credentials: each may answer 401 and 429. */
@@ -132,6 +133,10 @@ function createFile(context: OperationContext): Operation {
       ),
       '403': BALANCE_SPENT,
       '413': failure(`The content is larger than ${context.maxFileSize} bytes.`),
+      '422': failure(
+        'An enabled engine could not decide (a corrupt image, an image over the pixel limit, a ' +
+          'document past the size or time caps): nothing is recorded, and retrying will not help.',
+      ),
       ...remote,
       '503': responseRef('EngineUnavailable'),
     },
