@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { photoLike } from '../test/helpers/images.js';
 import { benchAsync } from './async.js';
 import { benchNsfwImage, benchNsfwLanguage } from './nsfw.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
@@ -65,6 +66,9 @@ async function startAssay(
       ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       // The async scenario's callback receiver listens on this machine.
       ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      // The limiter runs (its cost is measured) but never refuses the benchmark's own load.
+      ASSAY_RATE_LIMIT: '1000000',
+      ASSAY_RATE_BURST: '1000000',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -150,6 +154,8 @@ interface Scenario {
   concurrency: number;
 }
 
+const IMAGE_UPLOADS = Number(process.env.BENCH_IMAGE_UPLOADS ?? 100);
+
 async function main() {
   const scenarios: Scenario[] = [
     { name: '4 KB files, concurrency 8', size: 4096, count: SMALL_FILES, concurrency: 8 },
@@ -162,9 +168,10 @@ async function main() {
     (s) => only === undefined || s.name.toLowerCase().replaceAll(' ', '').includes(only),
   );
   const wantsAsync = only === undefined || 'async'.includes(only);
+  const wantsImages = only === undefined || 'images'.includes(only);
   // The NSFW engines run in this process, without clamd or the service.
   const nsfwLines = await benchNsfw(only);
-  if (selected.length === 0 && !wantsAsync) return;
+  if (selected.length === 0 && !wantsAsync && !wantsImages) return;
 
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
@@ -238,6 +245,13 @@ async function main() {
       }
       console.log('');
     }
+    if (wantsImages) {
+      console.log('== JPEG images through the API (all categories: clamd and nsfw-image)');
+      const lines = await benchImagesOverHttp(assay.url);
+      for (const line of lines) console.log(`  ${line}`);
+      ratios.push(...lines);
+      console.log('');
+    }
     if (wantsAsync) {
       console.log('== async processing and callbacks');
       const lines = await benchAsync(
@@ -261,6 +275,39 @@ async function main() {
     rmSync(work, { recursive: true, force: true });
     agent.destroy();
   }
+}
+
+/**
+ * Photo-like 1 and 2 MP JPEGs uploaded synchronously: HTTP, hashing, clamd and the image engine
+ * (decode and inference in its workers) end to end. The first upload starts the engine's workers.
+ */
+async function benchImagesOverHttp(url: string): Promise<string[]> {
+  const lines: string[] = [];
+  const started = performance.now();
+  await uploadToAssay(url, await photoLike(640, 480, 99));
+  lines.push(
+    `first image (starts the nsfw-image workers): ${(performance.now() - started).toFixed(0)} ms`,
+  );
+  for (const [label, width, height] of [
+    ['1 MP', 1155, 866],
+    ['2 MP', 1633, 1225],
+  ] as const) {
+    const images = await Promise.all(
+      Array.from({ length: 8 }, (_, seed) => photoLike(width, height, seed)),
+    );
+    const size = images.reduce((sum, image) => sum + image.length, 0) / images.length;
+    const upload = (i: number) => uploadToAssay(url, images[i % images.length] as Buffer);
+    await runConcurrently(8, 2, upload); // warm-up
+    for (const concurrency of [1, 2]) {
+      const { latencies, seconds } = await runConcurrently(IMAGE_UPLOADS, concurrency, upload);
+      const stats = summarise(latencies, seconds, size);
+      lines.push(
+        `${label} JPEG over HTTP, concurrency ${concurrency}: ${stats.perSecond.toFixed(1)} images/s, ` +
+          `p50 ${stats.p50.toFixed(1)} ms, p99 ${stats.p99.toFixed(1)} ms`,
+      );
+    }
+  }
+  return lines;
 }
 
 /** BENCH_ONLY=nsfw-image or nsfw-language (or nsfw for both) runs just that engine's bench. */
