@@ -19,6 +19,23 @@ function rssMb(): number {
 
 const signal = () => AbortSignal.timeout(120_000);
 
+/** 1 MP = 1155 x 866, 2 MP = 1633 x 1225 (4:3). */
+export const JPEG_SIZES = [
+  ['1 MP', 1155, 866],
+  ['2 MP', 1633, 1225],
+] as const;
+
+/** Eight different photo-like JPEG scenes of one size, and their mean size in bytes. */
+export async function photoSet(
+  width: number,
+  height: number,
+): Promise<{ images: Buffer[]; size: number }> {
+  const images = await Promise.all(
+    Array.from({ length: 8 }, (_, seed) => photoLike(width, height, seed)),
+  );
+  return { images, size: images.reduce((sum, image) => sum + image.length, 0) / images.length };
+}
+
 export async function benchNsfwImage(): Promise<string[]> {
   const lines: string[] = [];
   const workers = availableParallelism();
@@ -28,15 +45,8 @@ export async function benchNsfwImage(): Promise<string[]> {
     `model loaded in ${workers} workers (in parallel) in ${(performance.now() - started).toFixed(0)} ms`,
   );
   try {
-    // 1 MP = 1155 x 866, 2 MP = 1633 x 1225 (4:3); 8 different scenes each.
-    for (const [label, width, height] of [
-      ['1 MP', 1155, 866],
-      ['2 MP', 1633, 1225],
-    ] as const) {
-      const images = await Promise.all(
-        Array.from({ length: 8 }, (_, seed) => photoLike(width, height, seed)),
-      );
-      const size = images.reduce((sum, image) => sum + image.length, 0) / images.length;
+    for (const [label, width, height] of JPEG_SIZES) {
+      const { images, size } = await photoSet(width, height);
       const examine = async (i: number) => {
         const report = await engine.examine(
           images[i % images.length] as Buffer,

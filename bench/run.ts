@@ -22,7 +22,7 @@ import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { photoLike } from '../test/helpers/images.js';
 import { benchAsync } from './async.js';
-import { benchNsfwImage, benchNsfwLanguage } from './nsfw.js';
+import { benchNsfwImage, benchNsfwLanguage, JPEG_SIZES, photoSet } from './nsfw.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
 
 const MB = 1024 * 1024;
@@ -288,14 +288,8 @@ async function benchImagesOverHttp(url: string): Promise<string[]> {
   lines.push(
     `first image (starts the nsfw-image workers): ${(performance.now() - started).toFixed(0)} ms`,
   );
-  for (const [label, width, height] of [
-    ['1 MP', 1155, 866],
-    ['2 MP', 1633, 1225],
-  ] as const) {
-    const images = await Promise.all(
-      Array.from({ length: 8 }, (_, seed) => photoLike(width, height, seed)),
-    );
-    const size = images.reduce((sum, image) => sum + image.length, 0) / images.length;
+  for (const [label, width, height] of JPEG_SIZES) {
+    const { images, size } = await photoSet(width, height);
     const upload = (i: number) => uploadToAssay(url, images[i % images.length] as Buffer);
     await runConcurrently(8, 2, upload); // warm-up
     for (const concurrency of [1, 2]) {

@@ -1,43 +1,16 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { buildService, tempDir, useSharedClamd } from '../helpers/service.js';
+import { writeSelfSignedCertificate } from '../helpers/tls.js';
 
 const clamd = useSharedClamd();
 
-/** A throwaway self-signed certificate for 127.0.0.1, made by openssl for this run. */
 function generateCertificate(): { dir: string; cert: string; key: string } {
   const dir = tempDir('assay-tls-');
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'pipe' },
-  );
-  return { dir, cert, key };
+  return { dir, ...writeSelfSignedCertificate(dir) };
 }
 
 function httpsRequest(

@@ -1,6 +1,5 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -19,6 +18,7 @@ import {
   postBody,
 } from '../../src/outbound/guarded-http.js';
 import { guardRefused } from '../helpers/loopback-only.js';
+import { writeSelfSignedCertificate } from '../helpers/tls.js';
 
 const BLOB = randomBytes(5 * 1024 * 1024);
 
@@ -571,29 +571,7 @@ describe('https', () => {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'assay-outbound-tls-'));
     try {
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:prime256v1',
-          '-nodes',
-          '-keyout',
-          join(dir, 'key.pem'),
-          '-out',
-          join(dir, 'cert.pem'),
-          '-days',
-          '1',
-          '-subj',
-          '/CN=localhost',
-          '-addext',
-          'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        ],
-        { stdio: 'ignore' },
-      );
+      writeSelfSignedCertificate(dir);
     } catch {
       return; // no openssl: the tests below skip
     }
