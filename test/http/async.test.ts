@@ -166,7 +166,15 @@ describe('GET /files/{id}/trace (v2.2)', () => {
     ).json()) as { events: Array<{ message: string }> };
     assert.deepEqual(
       trace.events.map((e) => e.message.split(':')[0]),
-      ['received', 'engine clamav (MALWARE)', 'processed'],
+      [
+        'received',
+        'engine clamav (MALWARE)',
+        // Text: the language engine reads it (its verdict, then its own line); images engine declines.
+        'engine nsfw-language (NSFW_LANGUAGE)',
+        'nsfw-language',
+        'engine nsfw-image (NSFW_IMAGE)',
+        'processed',
+      ],
     );
   });
 });

@@ -81,7 +81,16 @@ describe('POST /files/fetch', () => {
     ).json()) as { events: Array<{ message: string }> };
     assert.deepEqual(
       trace.events.map((e) => e.message.split(':')[0]),
-      ['received', 'downloaded', 'engine clamav (MALWARE)', 'processed'],
+      [
+        'received',
+        'downloaded',
+        'engine clamav (MALWARE)',
+        // Text: the language engine reads it (its verdict, then its own line); images engine declines.
+        'engine nsfw-language (NSFW_LANGUAGE)',
+        'nsfw-language',
+        'engine nsfw-image (NSFW_IMAGE)',
+        'processed',
+      ],
     );
   });
 
