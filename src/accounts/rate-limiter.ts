@@ -50,7 +50,8 @@ export class TokenBuckets {
     bucket.at = now;
     const allowed = bucket.tokens >= 1;
     if (allowed && consume) bucket.tokens -= 1;
-    if (!this.buckets.has(name)) {
+    // A peek at a full bucket need not remember it: every address that authenticates peeks.
+    if (consume && !this.buckets.has(name)) {
       if (this.buckets.size >= SWEEP_ABOVE) this.sweep(now);
       this.buckets.set(name, bucket);
     }

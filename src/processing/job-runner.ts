@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { Job } from '../store/records.js';
+import type { Job, TraceEvent } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 import { ContentNotExaminedError, EngineUnavailableError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
-import type { ContentProcessor, Submission } from './process-content.js';
+import type { ContentProcessor, ScannedContent, Submission } from './process-content.js';
 import { fetchAndScan, RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
 
@@ -123,43 +123,46 @@ export class JobRunner {
 
   private async process(job: Job): Promise<void> {
     const submission = await this.submissionOf(job);
+    try {
+      const { scanned, events } = await this.scanJob(job, submission);
+      await this.processor.record(scanned, submission, { jobId: job.id, events });
+    } catch (error) {
+      // A failed download, or content no engine can decide on (a corrupt image, a document past
+      // its caps), is the same on every retry: a finished job with an error, never clean.
+      if (!(error instanceof RemoteContentError || error instanceof ContentNotExaminedError)) {
+        throw error;
+      }
+      await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
+    }
+    await this.removeSpool(job);
+  }
+
+  /** The job's content, spooled or downloaded, through the engines of its key's categories. */
+  private async scanJob(
+    job: Job,
+    submission: Submission,
+  ): Promise<{ scanned: ScannedContent; events: TraceEvent[] }> {
     const legacy = submission.version === 'v1.0' ? this.options.legacy : null;
     const categories = submission.principal.detectionCategories;
     if (job.kind === 'upload') {
       if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
-      try {
-        const scanned = await this.processor.scan(this.spool.read(job.spoolPath), {
-          categories,
-          receivedAt: job.creationDate,
-          maxBytes: legacy?.maxPostBytes,
-        });
-        await this.processor.record(scanned, submission, { jobId: job.id });
-      } catch (error) {
-        if (!(error instanceof ContentNotExaminedError)) throw error;
-        // No retry can examine it (a corrupt image, a document past its caps): an error, never clean.
-        await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
-      }
-      await this.removeSpool(job);
-      return;
-    }
-    try {
-      const { scanned, downloaded } = await fetchAndScan(
-        this.processor,
-        job.location ?? '',
-        legacy === null
-          ? this.options.fetch
-          : { ...this.options.fetch, maxBytes: legacy.maxFetchBytes },
-        job.creationDate,
+      const scanned = await this.processor.scan(this.spool.read(job.spoolPath), {
         categories,
-      );
-      await this.processor.record(scanned, submission, { jobId: job.id, events: [downloaded] });
-    } catch (error) {
-      if (!(error instanceof RemoteContentError || error instanceof ContentNotExaminedError)) {
-        throw error;
-      }
-      // The download cannot succeed as submitted: a finished job with an error, never clean.
-      await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
+        receivedAt: job.creationDate,
+        maxBytes: legacy?.maxPostBytes,
+      });
+      return { scanned, events: [] };
     }
+    const { scanned, downloaded } = await fetchAndScan(
+      this.processor,
+      job.location ?? '',
+      legacy === null
+        ? this.options.fetch
+        : { ...this.options.fetch, maxBytes: legacy.maxFetchBytes },
+      job.creationDate,
+      categories,
+    );
+    return { scanned, events: [downloaded] };
   }
 
   private async submissionOf(job: Job): Promise<Submission> {
