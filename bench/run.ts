@@ -10,11 +10,9 @@
  * The NSFW engines are measured first, in this process (bench/nsfw.ts); BENCH_ONLY=nsfw-image or
  * BENCH_ONLY=nsfw-language runs just one of them, without clamd.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -23,6 +21,7 @@ import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-cla
 import { photoLike } from '../test/helpers/images.js';
 import { benchAsync } from './async.js';
 import { benchNsfwImage, benchNsfwLanguage, JPEG_SIZES, photoSet } from './nsfw.js';
+import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
 
 const MB = 1024 * 1024;
@@ -30,65 +29,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SMALL_FILES = Number(process.env.BENCH_SMALL_FILES ?? 3000);
 const BOUNDARY = 'assay-bench-boundary';
 const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(),
-      );
-    });
-  });
-}
-
-function memoryOf(pid: number): { rssMb: number; peakMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
-}
-
-async function startAssay(
-  socket: string,
-  dataDir: string,
-): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
-  const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/assay.js', 'serve'], {
-    env: {
-      ...process.env,
-      ASSAY_PORT: String(port),
-      ASSAY_DATA_DIR: dataDir,
-      ASSAY_CLAMD: socket,
-      ASSAY_BOOTSTRAP_CREDENTIALS: 'bench:bench-secret',
-      ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
-      // The async scenario's callback receiver listens on this machine.
-      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-      // The limiter runs (its cost is measured) but never refuses the benchmark's own load.
-      ASSAY_RATE_LIMIT: '1000000',
-      ASSAY_RATE_BURST: '1000000',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${url}/health/ready`)).ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('assay did not become ready');
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
-}
 
 function cpuNow(pids: number[]): number[] {
   const own = process.cpuUsage();

@@ -1,0 +1,71 @@
+/** Assay as its own process (the built `bin/assay.js`), for the benchmarks and the hostile run. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(),
+      );
+    });
+  });
+}
+
+/** Current and peak resident memory of a process, from /proc. */
+export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+}
+
+/**
+ * Starts `assay serve` on a free port against an external clamd (`socket`), with the key
+ * `bench:bench-secret`, and waits until it is ready. `env` adds or overrides settings.
+ */
+export async function startAssay(
+  socket: string,
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
+  const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/assay.js', 'serve'], {
+    env: {
+      ...process.env,
+      ASSAY_PORT: String(port),
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_CLAMD: socket,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'bench:bench-secret',
+      ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      // The async scenario's callback receiver listens on this machine.
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      // The limiter runs (its cost is measured) but never refuses the benchmark's own load.
+      ASSAY_RATE_LIMIT: '1000000',
+      ASSAY_RATE_BURST: '1000000',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error(`assay exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/health/ready`)).ok) return { url, child };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('assay did not become ready');
+}
