@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
 import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
-import { type ContentTypeDetector, SNIFF_BYTES } from '../engines/content-type.js';
+import {
+  type ContentTypeDetector,
+  ContentTypeUnavailableError,
+  SNIFF_BYTES,
+} from '../engines/content-type.js';
 import type { ContentEngine, EngineReport } from '../engines/engine.js';
 import type { DetectionCategory } from '../store/records.js';
 import {
@@ -151,6 +155,10 @@ export class ContentScanner {
       instream?.abort();
       if (error instanceof ClamdUnavailableError) {
         throw new EngineUnavailableError('malware', error.message);
+      }
+      // Without its type the item cannot go to the right engines: an outage, like clamd's.
+      if (error instanceof ContentTypeUnavailableError) {
+        throw new EngineUnavailableError('content type', error.reason);
       }
       throw error;
     }

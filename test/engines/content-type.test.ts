@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ContentTypeDetector } from '../../src/engines/content-type.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ContentTypeDetector,
+  ContentTypeUnavailableError,
+} from '../../src/engines/content-type.js';
 import { eicar } from '../../src/engines/test-content.js';
 import { isUtf8Text } from '../../src/engines/text-type.js';
 
@@ -229,5 +233,116 @@ describe('content type detection', () => {
       'a character cut at the end',
     );
     assert.equal(isUtf8Text(randomBytes(4096)), false, 'random bytes');
+  });
+});
+
+/** Binary content (libmagic's side) holding a fault marker. */
+function binaryWith(marker: string): Buffer {
+  return Buffer.concat([Buffer.from([0, 1, 2, 3, 0xff]), randomBytes(64), Buffer.from(marker)]);
+}
+
+/** Waits until libmagic answers again; returns how long that took. */
+async function recovery(detector: ContentTypeDetector, withinMs = 15_000): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < withinMs) {
+    try {
+      assert.equal(
+        await detector.detect(readFileSync(join(TESTFILES, 'clam.zip')), true),
+        'application/zip',
+      );
+      return Date.now() - start;
+    } catch (error) {
+      assert.ok(error instanceof ContentTypeUnavailableError, String(error));
+      await sleep(20);
+    }
+  }
+  throw new Error(`libmagic did not come back within ${withinMs} ms`);
+}
+
+describe('when libmagic fails, detection fails, and the detector comes back', () => {
+  test('a worker that exits: the call fails, calls fail while it restarts, then it answers', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, { exitOn: 'EXIT-MARKER' });
+    try {
+      await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true), (error: Error) => {
+        assert.ok(error instanceof ContentTypeUnavailableError);
+        assert.match(error.message, /exited/);
+        return true;
+      });
+      assert.equal(faulty.available, false);
+      await assert.rejects(faulty.detect(randomBytes(100), true), /restarting/);
+      // UTF-8 text needs no libmagic.
+      assert.equal(await faulty.detect(Buffer.from('plain text'), true), 'text/plain');
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('content that kills the worker again and again costs a quick restart each time', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, { exitOn: 'EXIT-MARKER' });
+    try {
+      for (let round = 0; round < 5; round++) {
+        await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true));
+        // A worker that answered is healthy: no growing back-off (the fifth would wait 1.6 s).
+        const took = await recovery(faulty);
+        assert.ok(took < 1_500, `round ${round}: back after ${took} ms`);
+      }
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('a hung worker: the call fails at its deadline, waiting calls fail, it is replaced', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, {
+      hangOn: 'HANG-MARKER',
+      timeoutMs: 500,
+    });
+    try {
+      const start = Date.now();
+      const hung = faulty.detect(binaryWith('HANG-MARKER'), true);
+      const behind = faulty.detect(randomBytes(100), true);
+      await assert.rejects(hung, /did not answer within 500 ms/);
+      await assert.rejects(behind, ContentTypeUnavailableError);
+      assert.ok(Date.now() - start < 5_000, 'the deadline held');
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('libmagic erring: the call fails and the worker is replaced', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, { failOn: 'FAIL-MARKER' });
+    try {
+      await assert.rejects(faulty.detect(binaryWith('FAIL-MARKER'), true), /libmagic failed/);
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('a worker that keeps failing to start: restarts back off, and it comes back', async () => {
+    const starts: number[] = [];
+    const faulty = await ContentTypeDetector.create(() => {}, {
+      exitOn: 'EXIT-MARKER',
+      // The first start succeeds; the next four fail, the fifth works again.
+      failStart: (start) => {
+        starts.push(Date.now());
+        return start >= 1 && start <= 4;
+      },
+    });
+    try {
+      await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true));
+      const failedAt = Date.now();
+      const took = await recovery(faulty);
+      assert.equal(starts.length, 6, 'one start, four failed restarts, one that worked');
+      // Delays of 100, 200, 400, 800 and 1600 ms: about 3 s in all, not a spin.
+      assert.ok(took >= 2_500, `back within ${took} ms: no back-off`);
+      const gaps = starts.slice(2).map((at, i) => at - (starts[i + 1] ?? failedAt));
+      for (const [i, gap] of gaps.entries()) {
+        assert.ok(gap >= 150 * 2 ** i, `restart ${i + 2} came ${gap} ms after the one before`);
+      }
+    } finally {
+      await faulty.close();
+    }
   });
 });
