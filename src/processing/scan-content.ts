@@ -139,8 +139,17 @@ export class ContentScanner {
         }
       }
       if (failures.length > 0) {
-        throw new ContentNotExaminedError(
-          `the content could not be examined: ${failures.join('; ')}`,
+        // Without a finding, a failed engine leaves the item unexamined: never a clean result.
+        // With one, the item is not clean whatever the failed engine would have said: the
+        // finding is reported (dropping malware for an image decoder's error would hide it),
+        // and the failure is in the trace.
+        if (findings.length === 0) {
+          throw new ContentNotExaminedError(
+            `the content could not be examined: ${failures.join('; ')}`,
+          );
+        }
+        reports.push(
+          `not every engine could examine the content (${failures.join('; ')}); reporting what was found`,
         );
       }
       return {
