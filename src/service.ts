@@ -3,7 +3,7 @@ import { AccountService } from './accounts/account-service.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
-import { ContentTypeDetector } from './engines/content-type.js';
+import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
@@ -67,10 +67,16 @@ async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd 
   return managed;
 }
 
+/** Faults injected by tests only; the command line never passes any. */
+export interface ServiceTestHooks {
+  detector?: DetectorTestHooks;
+}
+
 /** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
 export async function startService(
   config: Config,
   logger = createLogger(config),
+  testHooks: ServiceTestHooks = {},
 ): Promise<RunningService> {
   const store = await openSqliteStore(config.dataDir);
   const accounts = new AccountService(store);
@@ -94,7 +100,10 @@ export async function startService(
       managedClamd?.address ??
         parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
     );
-    detector = await ContentTypeDetector.create((message) => logger.warn(message));
+    detector = await ContentTypeDetector.create(
+      (message) => logger.warn(message),
+      testHooks.detector,
+    );
     const scanner = new ContentScanner(clamd, detector, config.findingsStyle, engines);
     const spool = new Spool(config.dataDir);
     await spool.init();

@@ -1,22 +1,30 @@
 // Worker thread of ContentTypeDetector: runs libmagic off the event loop.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { WASMagic } from 'wasmagic';
+import type { WorkerSettings } from './content-type.js';
 
 interface Request {
   id: number;
   head: Uint8Array;
 }
 
+const settings = workerData as WorkerSettings;
+// Test faults (never set by the service): a failed start, a hang, an exit or an error on a marker.
+if (settings.failStart) throw new Error('test fault: the worker fails to start');
+const fault = (head: Buffer, marker: string | undefined) =>
+  marker !== undefined && head.includes(marker);
+
 const magic = await WASMagic.create();
 const port = parentPort;
 if (port === null) throw new Error('content-type-worker must run as a worker thread');
 
 port.on('message', ({ id, head }: Request) => {
+  const bytes = Buffer.from(head.buffer, head.byteOffset, head.length);
   try {
-    port.postMessage({
-      id,
-      type: magic.detect(Buffer.from(head.buffer, head.byteOffset, head.length)),
-    });
+    if (fault(bytes, settings.hangOn)) for (;;);
+    if (fault(bytes, settings.exitOn)) process.exit(1);
+    if (fault(bytes, settings.failOn)) throw new Error('test fault: libmagic fails');
+    port.postMessage({ id, type: magic.detect(bytes) });
   } catch (error) {
     port.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   }

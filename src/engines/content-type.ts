@@ -1,10 +1,8 @@
 import { Worker } from 'node:worker_threads';
+import { classifyText, isUtf8Text } from './text-type.js';
 
 /** libmagic sees at most this much of the content; the rest never changes its answer in practice. */
 export const SNIFF_BYTES = 1024 * 1024;
-
-/** Text is classified from its first 64 KiB. */
-const TEXT_SNIFF_BYTES = 64 * 1024;
 
 // The vendor's clients expect the vendor's names where libmagic has newer ones.
 const VENDOR_NAMES: Record<string, string> = {
@@ -12,125 +10,94 @@ const VENDOR_NAMES: Record<string, string> = {
   'application/x-dosexec': 'application/x-msdownload',
 };
 
-/**
- * True for UTF-8 (or ASCII) text: no NUL, no control characters but tab, newline, form feed,
- * carriage return and ESC (terminal output), and valid UTF-8 (a character cut at the end is fine).
- */
-export function isUtf8Text(head: Buffer): boolean {
-  const sample = head.subarray(0, TEXT_SNIFF_BYTES);
-  for (const byte of sample) {
-    if (byte === 0x7f) return false;
-    if (
-      byte < 0x20 &&
-      byte !== 0x09 &&
-      byte !== 0x0a &&
-      byte !== 0x0c &&
-      byte !== 0x0d &&
-      byte !== 0x1b
-    ) {
-      return false;
-    }
-  }
-  try {
-    // stream: true holds back an incomplete last character instead of failing on it.
-    new TextDecoder('utf-8', { fatal: true }).decode(sample, { stream: true });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Rules at the start of the text, after white space, in libmagic's order and with its names. */
-const TEXT_RULES: Array<[RegExp, string]> = [
-  [/^%PDF-/, 'application/pdf'],
-  [/^\{\\rtf/, 'text/rtf'],
-  [/^%!PS/, 'application/postscript'],
-  [/^\(This file must be converted with BinHex/, 'application/mac-binhex40'],
-  [
-    /^-----BEGIN (?:CERTIFICATE|[A-Z ]*PRIVATE KEY|PUBLIC KEY|CERTIFICATE REQUEST)-----/,
-    'application/x-pem-file',
-  ],
-  [/^<\?xml[^>]*>\s*(?:<!--[\s\S]*?-->\s*|<!DOCTYPE svg[^>]*>\s*)*<svg[\s>]/i, 'image/svg+xml'],
-  [/^<svg[\s>]/i, 'image/svg+xml'],
-  [/^<\?xml\s/, 'text/xml'],
-  [/^#!\s*\S*\/(?:env\s+)?python[0-9.]*\b/, 'text/x-script.python'],
-  [/^#!\s*\S*\/(?:env\s+)?(?:ba|z|k|da)?sh\b/, 'text/x-shellscript'],
-  [/^#!\s*\S*\/(?:env\s+)?perl\b/, 'text/x-perl'],
-  [/^#!\s*\S*\/(?:env\s+)?(?:node|nodejs)\b/, 'text/javascript'],
-  [/^#!\s*\S*\/(?:env\s+)?ruby\b/, 'text/x-ruby'],
-  [/^BEGIN:VCARD\r?\n/i, 'text/vcard'],
-  [/^BEGIN:VCALENDAR\r?\n/i, 'text/calendar'],
-  [/^From \S/, 'application/mbox'],
-  [/^(?:From|Received|Relay-Version|Path|Xref):|^(?:delivered-to|return-path):/i, 'message/rfc822'],
-];
-
-/** libmagic looks for these anywhere in the first 4 KB to call text HTML. */
-const HTML_TAGS = /<(?:!doctype html|html|head[\s>]|title>|script|style|table|a href=)/i;
-
-/** libmagic's JSON check: the whole document parses (a large one: it opens like JSON). */
-function isJson(text: string, complete: boolean): boolean {
-  if (!/^[[{]/.test(text)) return false;
-  if (!complete) return /^(?:\{\s*"|\[\s*[[{"\d-])/.test(text);
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** libmagic's CSV check: the first lines (up to 10, at least 2) have the same number of commas. */
-function isCsv(text: string): boolean {
-  const lines = text.split('\n', 11).slice(0, 10);
-  if (lines.length > 2 && lines[lines.length - 1] === '') lines.pop();
-  if (lines.length < 2) return false;
-  const commas = (line: string) => line.replace(/"[^"]*"/g, '').split(',').length - 1;
-  const first = commas(lines[0] ?? '');
-  return first > 0 && lines.every((line) => commas(line) === first);
-}
-
-/**
- * Media type of UTF-8 text. libmagic's text magic is hundreds of regular expressions: 4-9 ms for
- * a few KB of plain prose against 0.3 ms for binary content. These rules give its answers for the
- * text formats it names in practice; source code it would name by language stays text/plain.
- */
-export function classifyText(head: Buffer, complete: boolean): string {
-  const text = head
-    .subarray(0, TEXT_SNIFF_BYTES)
-    .toString('utf8')
-    .replace(/^\uFEFF/, '')
-    .trimStart();
-  for (const [pattern, type] of TEXT_RULES) if (pattern.test(text)) return type;
-  if (HTML_TAGS.test(text.slice(0, 4096))) return 'text/html';
-  if (isJson(text, complete && head.length <= TEXT_SNIFF_BYTES)) return 'application/json';
-  if (isCsv(text)) return 'text/csv';
-  return 'text/plain';
-}
-
 type Reply = { ready: true } | { id: number; type: string } | { id: number; error: string };
 
-const UNKNOWN = 'application/octet-stream';
+/**
+ * A libmagic call not answered within this fails (503 for an upload, a retry for a job). If the
+ * worker answered nothing else in that time it is hung: it is terminated and replaced, and every
+ * call waiting on it fails. libmagic takes 0.3-60 ms for a 1 MiB head (random bytes ~17 ms, Latin-1
+ * text ~58 ms, measured), so this trips on a hang, not on a busy queue.
+ */
+export const DETECT_TIMEOUT_MS = 10_000;
+/** A worker not ready within this failed to start (it takes ~150 ms; ~1-2 s under tsx). */
+const START_TIMEOUT_MS = 30_000;
+/**
+ * After a failure the worker is restarted after a delay that doubles with each failure in a row
+ * (a crash loop backs off instead of spinning), from 100 ms up to 30 s. A worker that answered a
+ * call starts the count again: content that kills it costs one quick restart, not a growing outage.
+ */
+const RESTART_BASE_MS = 100;
+const RESTART_MAX_MS = 30_000;
+
+/** Content type detection failed: the item cannot be examined now (the engine may come back). */
+export class ContentTypeUnavailableError extends Error {
+  constructor(readonly reason: string) {
+    super(`content type detection failed: ${reason}`);
+  }
+}
+
+/**
+ * Faults for tests only (the service never sets them): content holding a marker makes the worker
+ * hang, exit or fail; `failStart` decides, per start (0 first), whether the worker fails to start.
+ */
+export interface DetectorTestHooks {
+  hangOn?: string;
+  exitOn?: string;
+  failOn?: string;
+  failStart?: (start: number) => boolean;
+  timeoutMs?: number;
+}
+
+interface PendingCall {
+  resolve: (type: string) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
 
 /**
  * Media type detection: fast rules for UTF-8 text, libmagic (compiled to WASM) for binary content.
  * libmagic costs 0.3-0.5 ms of CPU per file, so it runs in a worker thread, in parallel with
- * clamd's scan, and the event loop stays free for other requests.
+ * clamd's scan, and the event loop stays free for other requests. A failed, hung or restarting
+ * worker makes the call fail (never a made-up type): the detector restarts it by itself.
  */
 export class ContentTypeDetector {
-  private readonly pending = new Map<number, (type: string) => void>();
+  private readonly pending = new Map<number, PendingCall>();
   private nextId = 0;
   private worker: Worker | null = null;
+  /** When the worker last answered (or became ready): a call timing out after that is a hang. */
+  private lastAnswerAt = 0;
+  private starts = 0;
+  private failuresInARow = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly timeoutMs: number;
 
-  private constructor(private readonly log: (message: string) => void) {}
+  private constructor(
+    private readonly log: (message: string) => void,
+    private readonly hooks: DetectorTestHooks,
+  ) {
+    this.timeoutMs = hooks.timeoutMs ?? DETECT_TIMEOUT_MS;
+  }
 
-  static async create(log: (message: string) => void = () => {}): Promise<ContentTypeDetector> {
-    const detector = new ContentTypeDetector(log);
+  /** Starts libmagic's worker; fails when it cannot start (the service does not start then). */
+  static async create(
+    log: (message: string) => void = () => {},
+    hooks: DetectorTestHooks = {},
+  ): Promise<ContentTypeDetector> {
+    const detector = new ContentTypeDetector(log, hooks);
     await detector.startWorker();
     return detector;
   }
 
-  /** `complete` says the head is the whole content, so a JSON document can be parsed whole. */
+  /** Whether libmagic's worker is running (it is restarted after a failure). */
+  get available(): boolean {
+    return this.worker !== null;
+  }
+
+  /**
+   * `complete` says the head is the whole content, so a JSON document can be parsed whole.
+   * Rejects with ContentTypeUnavailableError when libmagic is needed and fails.
+   */
   async detect(head: Buffer, complete: boolean): Promise<string> {
     if (head.length > 0 && isUtf8Text(head)) return classifyText(head, complete);
     return this.detectWithLibmagic(head);
@@ -139,64 +106,152 @@ export class ContentTypeDetector {
   /** libmagic with its whole magic file, whatever the content (the tests' reference). */
   detectWithLibmagic(head: Buffer): Promise<string> {
     const worker = this.worker;
-    // The media type is a description, not a verdict: without libmagic it is honestly unknown.
-    if (worker === null) return Promise.resolve(UNKNOWN);
+    if (worker === null) {
+      return Promise.reject(
+        new ContentTypeUnavailableError(
+          this.closed ? 'the detector is closed' : 'libmagic is restarting after a failure',
+        ),
+      );
+    }
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => this.timedOut(id), this.timeoutMs);
+      timer.unref();
+      this.pending.set(id, { resolve, reject, timer });
       worker.postMessage({ id, head });
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.worker?.terminate();
+    if (this.restartTimer !== null) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+    const worker = this.worker;
     this.worker = null;
+    this.failPending('the detector is closed');
+    await worker?.terminate();
+  }
+
+  private timedOut(id: number): void {
+    const call = this.pending.get(id);
+    if (call === undefined) return;
+    this.pending.delete(id);
+    const why = `libmagic did not answer within ${this.timeoutMs} ms`;
+    call.reject(new ContentTypeUnavailableError(why));
+    // Answers for other calls meanwhile: a long queue, not a hang.
+    if (Date.now() - this.lastAnswerAt >= this.timeoutMs) this.recycle(`hung: ${why}`);
+  }
+
+  private failPending(why: string): void {
+    for (const call of this.pending.values()) {
+      clearTimeout(call.timer);
+      call.reject(new ContentTypeUnavailableError(why));
+    }
+    this.pending.clear();
+  }
+
+  /** Ends the current worker (if it is still the current one), fails its calls, restarts later. */
+  private recycle(why: string, worker = this.worker): void {
+    if (worker === null || worker !== this.worker) return;
+    this.worker = null;
+    this.failPending(why);
+    worker.terminate().catch(() => undefined);
+    this.scheduleRestart(why);
+  }
+
+  private scheduleRestart(why: string): void {
+    if (this.closed || this.restartTimer !== null) return;
+    const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** this.failuresInARow);
+    this.failuresInARow++;
+    this.log(`content type worker failed (${why}); restarting it in ${delay} ms`);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.closed) return;
+      this.startWorker().catch((error: Error) => this.scheduleRestart(error.message));
+    }, delay);
+    this.restartTimer.unref();
   }
 
   private startWorker(): Promise<void> {
-    const worker = spawnWorker();
+    const start = this.starts++;
+    const worker = spawnWorker({
+      hangOn: this.hooks.hangOn,
+      exitOn: this.hooks.exitOn,
+      failOn: this.hooks.failOn,
+      failStart: this.hooks.failStart?.(start) ?? false,
+    });
     return new Promise((resolve, reject) => {
       let started = false;
+      let abandoned = false;
+      let failure = '';
+      const startTimer = setTimeout(() => {
+        abandoned = true;
+        worker.terminate().catch(() => undefined);
+        reject(new Error(`the content type worker was not ready within ${START_TIMEOUT_MS} ms`));
+      }, START_TIMEOUT_MS);
+      startTimer.unref();
       worker.on('message', (reply: Reply) => {
         if ('ready' in reply) {
+          clearTimeout(startTimer);
+          if (this.closed || abandoned) {
+            worker.terminate().catch(() => undefined);
+            reject(new Error('the detector is closed'));
+            return;
+          }
           started = true;
           this.worker = worker;
+          this.lastAnswerAt = Date.now();
           resolve();
           return;
         }
-        const settle = this.pending.get(reply.id);
-        this.pending.delete(reply.id);
-        if ('error' in reply) this.log(`libmagic failed: ${reply.error}`);
-        const type = 'type' in reply ? reply.type.split(';')[0]?.trim() || UNKNOWN : UNKNOWN;
-        settle?.(VENDOR_NAMES[type] ?? type);
+        this.answer(worker, reply);
       });
       worker.on('error', (error) => {
-        this.log(`content type worker failed: ${error.message}`);
-        if (!started) reject(error);
+        failure = error.message; // the exit follows
       });
-      worker.on('exit', () => {
-        if (this.worker === worker) this.worker = null;
-        for (const settle of this.pending.values()) settle(UNKNOWN);
-        this.pending.clear();
-        // Only a worker that once ran is restarted, after a pause: one that cannot start never will.
-        if (started && !this.closed) {
-          this.log('content type worker exited; restarting it in 1 s');
-          setTimeout(() => {
-            if (!this.closed) this.startWorker().catch(() => undefined);
-          }, 1000).unref();
-        }
+      worker.on('exit', (code) => {
+        clearTimeout(startTimer);
+        const why = failure === '' ? `the worker exited (${code})` : failure;
+        if (!started) reject(new Error(`the content type worker could not start: ${why}`));
+        else this.recycle(why, worker);
       });
     });
   }
+
+  private answer(worker: Worker, reply: Exclude<Reply, { ready: true }>): void {
+    if (worker !== this.worker) return; // a replaced worker's late answer
+    this.lastAnswerAt = Date.now();
+    const call = this.pending.get(reply.id);
+    if (call === undefined) return; // timed out already
+    this.pending.delete(reply.id);
+    clearTimeout(call.timer);
+    if ('error' in reply) {
+      // libmagic threw: its WASM state may be damaged, so the worker is replaced too.
+      const why = `libmagic failed: ${reply.error}`;
+      call.reject(new ContentTypeUnavailableError(why));
+      this.recycle(why);
+      return;
+    }
+    this.failuresInARow = 0;
+    const type = reply.type.split(';')[0]?.trim() || 'application/octet-stream';
+    call.resolve(VENDOR_NAMES[type] ?? type);
+  }
+}
+
+/** What the worker is told at start; only tests set the faults. */
+export interface WorkerSettings {
+  hangOn?: string;
+  exitOn?: string;
+  failOn?: string;
+  failStart: boolean;
 }
 
 /** The worker runs the compiled .js file; under tsx (tests, development) it registers tsx first. */
-function spawnWorker(): Worker {
+function spawnWorker(workerData: WorkerSettings): Worker {
   if (!import.meta.url.endsWith('.ts')) {
-    return new Worker(new URL('./content-type-worker.js', import.meta.url));
+    return new Worker(new URL('./content-type-worker.js', import.meta.url), { workerData });
   }
   const entry = new URL('./content-type-worker.ts', import.meta.url).href;
   const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true });
+  return new Worker(bootstrap, { eval: true, workerData });
 }

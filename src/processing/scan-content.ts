@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
 import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
-import { type ContentTypeDetector, SNIFF_BYTES } from '../engines/content-type.js';
+import {
+  type ContentTypeDetector,
+  ContentTypeUnavailableError,
+  SNIFF_BYTES,
+} from '../engines/content-type.js';
 import type { ContentEngine, EngineReport } from '../engines/engine.js';
 import type { DetectionCategory } from '../store/records.js';
 import {
@@ -135,8 +139,17 @@ export class ContentScanner {
         }
       }
       if (failures.length > 0) {
-        throw new ContentNotExaminedError(
-          `the content could not be examined: ${failures.join('; ')}`,
+        // Without a finding, a failed engine leaves the item unexamined: never a clean result.
+        // With one, the item is not clean whatever the failed engine would have said: the
+        // finding is reported (dropping malware for an image decoder's error would hide it),
+        // and the failure is in the trace.
+        if (findings.length === 0) {
+          throw new ContentNotExaminedError(
+            `the content could not be examined: ${failures.join('; ')}`,
+          );
+        }
+        reports.push(
+          `not every engine could examine the content (${failures.join('; ')}); reporting what was found`,
         );
       }
       return {
@@ -151,6 +164,10 @@ export class ContentScanner {
       instream?.abort();
       if (error instanceof ClamdUnavailableError) {
         throw new EngineUnavailableError('malware', error.message);
+      }
+      // Without its type the item cannot go to the right engines: an outage, like clamd's.
+      if (error instanceof ContentTypeUnavailableError) {
+        throw new EngineUnavailableError('content type', error.reason);
       }
       throw error;
     }

@@ -3,8 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ContentTypeDetector, isUtf8Text } from '../../src/engines/content-type.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ContentTypeDetector,
+  ContentTypeUnavailableError,
+} from '../../src/engines/content-type.js';
 import { eicar } from '../../src/engines/test-content.js';
+import { isUtf8Text } from '../../src/engines/text-type.js';
 
 const TESTFILES = '/usr/share/clamav-testfiles';
 
@@ -42,6 +47,93 @@ const TEXT_CORPUS: Record<string, string> = {
   markdown: '# Title\n\nSome *markdown* text\n',
 };
 
+const XML = '<?xml version="1.0"?>\n';
+
+/** Edges of libmagic's rules, each checked against it: where its searches start and stop. */
+const EDGE_CORPUS: Record<string, string> = {
+  // The audit's upload (an XML declaration and empty comments) is XML to libmagic.
+  xmlComments: `<?xml?>${'<!---->'.repeat(20)}`,
+  xmlCommentsSvg: `<?xml?>${'<!---->'.repeat(20)}<svg>`,
+  xmlVersionCommentsSvg: `${XML}${'<!---->'.repeat(10)}<svg>`,
+  xmlDoctypesSvg: `${XML}${'<!DOCTYPE svg>'.repeat(10)}<svg>`,
+  svgAfterComment: `${XML}<!-- hi -->\n<svg xmlns="x"></svg>`,
+  svgInsideRoot: `${XML}<root><svg xmlns="x"></svg></root>`,
+  svgPastWindow: `${XML}<!--${'x'.repeat(5000)}-->\n<svg xmlns="x"></svg>`,
+  svgLastInWindow: `<?xml version="1"?>${'x'.repeat(4096)}<svg/>`,
+  svgFirstPastWindow: `<?xml version="1"?>${'x'.repeat(4097)}<svg/>`,
+  svgUpperCase: `${XML}<SVG xmlns="x"></SVG>`,
+  svgSelfClosing: `${XML}<svg/>`,
+  svgPrefixed: `${XML}<svg:svg xmlns:svg="x"/>`,
+  svgNoVersion: '<?xml?>\n<svg xmlns="x"></svg>',
+  svgVersionSingleQuotes: "<?xml version='1.0'?>\n<svg/>",
+  svgVersionSpaced: '<?xml version = "1.0"?>\n<svg/>',
+  svgVersionLetters: '<?xml version="abc"?>\n<svg/>',
+  xhtmlWithSvg: `${XML}<html xmlns="http://www.w3.org/1999/xhtml"><body><svg width="1"></svg></body></html>`,
+  xmlUpperCase: '<?XML version="1.0"?>\n<a/>',
+  xmlStylesheet: '<?xml-stylesheet href="a"?>\n<a/>',
+  doctypeSvg: '<!DOCTYPE svg PUBLIC "x" "y">\n<svg/>',
+  doctypeSvgInText: 'hello\n<!DOCTYPE svg>\n',
+  doctypeSvgInHtml: '<html><body>\n<!DOCTYPE svg>\n</body></html>',
+  doctypeSvgTab: 'hi <!doctype\tsvg>',
+  doctypeSvgJoined: 'hi <!doctypesvg>',
+  doctypeSvgLastInWindow: `${'x'.repeat(4095)}<!doctype svg>`,
+  doctypeSvgPastWindow: `${'x'.repeat(4096)}<!doctype svg>`,
+  doctypeSvgInMail: 'From: a@b\n\n<!doctype svg>',
+  svgBareSelfClosing: '<svg/>',
+  svgBareUpperCase: '<SVG width="1"></SVG>',
+  commentThenSvg: '<!-- c -->\n<svg xmlns="x"></svg>',
+  // White space before the magic: libmagic reads most magic at offset 0 only.
+  spaceSvg: '   <svg width="1"/>',
+  spaceXml: '  \n<?xml version="1.0"?>\n<a/>',
+  bomSpaceXml: '\uFEFF  <?xml version="1.0"?>\n<a/>',
+  bomSvg: `\uFEFF${XML}<svg xmlns="x"></svg>`,
+  spacePdf: '  %PDF-1.4\n',
+  spaceRtf: '  {\\rtf1 x}',
+  spacePostscript: '  %!PS-Adobe\n',
+  spacePem: '  -----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+  spaceShebang: '  #!/bin/sh\necho\n',
+  spaceVcard: '  BEGIN:VCARD\nVERSION:3.0\nEND:VCARD\n',
+  spaceMail: '  Received: from x\nFrom: a@b\n\nbody\n',
+  spaceJson: '   {"a": 1}',
+  // JSON and CSV come before the magic.
+  jsonWithHtml: '{"a": "<html><body>x</body></html>"}',
+  jsonWithDoctype: '{"a": "<!doctype svg>"}',
+  csvWithHtml: 'a,b\n<html>,c\n1,2\n',
+  csvLikeMail: 'From: a, b\nTo: c, d\n',
+  csvLikePdf: '%PDF-1,2\n3,4\n',
+  csvTwoLinesNoEnd: 'a,b\nc,d',
+  csvQuoted: '"a,b",c\n"d,e",f\n',
+  csvEscapedQuote: '"a"",b",c\n"d",e\n',
+  csvQuoteAcrossLines: '"a\nb",c\nd,e\nf,g\n',
+  csvUnclosedQuote: '"a,b,c\nd,e\n',
+  csvUnclosedQuoteLate: 'a,b\nc,d\n"e,f\n',
+  csvTenLinesOneComma: 'a,b\n'.repeat(10),
+  csvTenLinesTwoCommas: 'a,b,c\n'.repeat(10),
+  csvNineLinesThenShort: `${'a,b\n'.repeat(9)}a\n`,
+  // PEM blocks by their label.
+  ...Object.fromEntries(
+    [
+      'CERTIFICATE',
+      'CERTIFICATE REQUEST',
+      'NEW CERTIFICATE REQUEST',
+      'PRIVATE KEY',
+      'RSA PRIVATE KEY',
+      'DSA PRIVATE KEY',
+      'EC PRIVATE KEY',
+      'ENCRYPTED PRIVATE KEY',
+      'OPENSSH PRIVATE KEY',
+      'PUBLIC KEY',
+      'RSA PUBLIC KEY',
+      'PGP PUBLIC KEY BLOCK',
+      'PGP MESSAGE',
+      'X509 CRL',
+    ].map((label) => [
+      `pem ${label}`,
+      `-----BEGIN ${label}-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END ${label}-----\n`,
+    ]),
+  ),
+};
+
 /** Where the fast path deliberately says text/plain: libmagic's source-code guesses cost ms. */
 const KNOWN_DIFFERENCES: Record<string, [string, string]> = {
   c: ['#include <stdio.h>\nint main(void) { return 0; }\n', 'text/x-c'],
@@ -61,6 +153,17 @@ describe('content type detection', () => {
     for (const [name, text] of Object.entries(TEXT_CORPUS)) {
       const head = Buffer.from(text);
       assert.ok(isUtf8Text(head), name);
+      assert.equal(
+        await detector.detect(head, true),
+        await detector.detectWithLibmagic(head),
+        name,
+      );
+    }
+  });
+
+  test('edges of the rules agree with libmagic', async () => {
+    for (const [name, text] of Object.entries(EDGE_CORPUS)) {
+      const head = Buffer.from(text);
       assert.equal(
         await detector.detect(head, true),
         await detector.detectWithLibmagic(head),
@@ -130,5 +233,132 @@ describe('content type detection', () => {
       'a character cut at the end',
     );
     assert.equal(isUtf8Text(randomBytes(4096)), false, 'random bytes');
+  });
+});
+
+/** Binary content (libmagic's side) holding a fault marker. */
+function binaryWith(marker: string): Buffer {
+  return Buffer.concat([Buffer.from([0, 1, 2, 3, 0xff]), randomBytes(64), Buffer.from(marker)]);
+}
+
+/** The delay a restart log line announces ("restarting it in 200 ms"). */
+function restartDelay(message: string): number {
+  const match = /restarting it in (\d+) ms/.exec(message);
+  assert.ok(match, message);
+  return Number(match[1]);
+}
+
+/** Waits until libmagic answers again; returns how long that took. */
+async function recovery(detector: ContentTypeDetector, withinMs = 15_000): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < withinMs) {
+    try {
+      assert.equal(
+        await detector.detect(readFileSync(join(TESTFILES, 'clam.zip')), true),
+        'application/zip',
+      );
+      return Date.now() - start;
+    } catch (error) {
+      assert.ok(error instanceof ContentTypeUnavailableError, String(error));
+      await sleep(20);
+    }
+  }
+  throw new Error(`libmagic did not come back within ${withinMs} ms`);
+}
+
+describe('when libmagic fails, detection fails, and the detector comes back', () => {
+  test('a worker that exits: the call fails, calls fail while it restarts, then it answers', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, { exitOn: 'EXIT-MARKER' });
+    try {
+      await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true), (error: Error) => {
+        assert.ok(error instanceof ContentTypeUnavailableError);
+        assert.match(error.message, /exited/);
+        return true;
+      });
+      assert.equal(faulty.available, false);
+      await assert.rejects(faulty.detect(randomBytes(100), true), /restarting/);
+      // UTF-8 text needs no libmagic.
+      assert.equal(await faulty.detect(Buffer.from('plain text'), true), 'text/plain');
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('content that kills the worker again and again costs a quick restart each time', async () => {
+    const delays: number[] = [];
+    const faulty = await ContentTypeDetector.create(
+      (message) => delays.push(restartDelay(message)),
+      {
+        exitOn: 'EXIT-MARKER',
+      },
+    );
+    try {
+      for (let round = 0; round < 5; round++) {
+        await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true));
+        await recovery(faulty);
+      }
+      // A worker that answered is healthy: no growing back-off (it would be 100, 200, ... 1600).
+      assert.deepEqual(delays, [100, 100, 100, 100, 100]);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('a hung worker: the call fails at its deadline, waiting calls fail, it is replaced', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, {
+      hangOn: 'HANG-MARKER',
+      timeoutMs: 500,
+    });
+    try {
+      const start = Date.now();
+      const hung = faulty.detect(binaryWith('HANG-MARKER'), true);
+      const behind = faulty.detect(randomBytes(100), true);
+      await assert.rejects(hung, /did not answer within 500 ms/);
+      await assert.rejects(behind, ContentTypeUnavailableError);
+      assert.ok(Date.now() - start < 5_000, 'the deadline held');
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('libmagic erring: the call fails and the worker is replaced', async () => {
+    const faulty = await ContentTypeDetector.create(() => {}, { failOn: 'FAIL-MARKER' });
+    try {
+      await assert.rejects(faulty.detect(binaryWith('FAIL-MARKER'), true), /libmagic failed/);
+      await recovery(faulty);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  test('a worker that keeps failing to start: restarts back off, and it comes back', async () => {
+    const delays: number[] = [];
+    let starts = 0;
+    const faulty = await ContentTypeDetector.create(
+      (message) => delays.push(restartDelay(message)),
+      {
+        exitOn: 'EXIT-MARKER',
+        // The first start succeeds; the next four fail, the fifth works again.
+        failStart: (start) => {
+          starts++;
+          return start >= 1 && start <= 4;
+        },
+      },
+    );
+    try {
+      await assert.rejects(faulty.detect(binaryWith('EXIT-MARKER'), true));
+      const took = await recovery(faulty);
+      assert.equal(starts, 6, 'one start, four failed restarts, one that worked');
+      assert.deepEqual(
+        delays,
+        [100, 200, 400, 800, 1600],
+        'each failure in a row doubles the wait',
+      );
+      assert.ok(took >= 2_500, `back within ${took} ms: the waits were not kept`);
+    } finally {
+      await faulty.close();
+    }
   });
 });

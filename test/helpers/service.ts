@@ -6,7 +6,7 @@ import { type Logger, pino } from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
-import { type RunningService, startService } from '../../src/service.js';
+import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
 import { openSqliteStore, type Store } from '../../src/store/store.js';
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -93,12 +93,13 @@ export function basic(user: string, password: string): string {
 
 /**
  * Builds and starts the real service (real HTTP on a free port, real SQLite in a fresh data dir)
- * with one account and key; stopped and removed when the test ends.
+ * with one account and key; stopped and removed when the test ends. `hooks` inject faults.
  */
 export async function buildService(
   t: TestContext,
   env: Record<string, string> = {},
   logger: Logger = quietLogger,
+  hooks: ServiceTestHooks = {},
 ): Promise<TestService> {
   const dataDir = tempDir();
   const config = loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: dataDir, ...env });
@@ -116,7 +117,7 @@ export async function buildService(
     };
   };
   const first = await createAccountKey();
-  const service = await startService(config, logger);
+  const service = await startService(config, logger, hooks);
   t.after(async () => {
     await service.stop();
     await store.close();

@@ -114,6 +114,47 @@ describe('an engine that cannot decide is an error, never a pass', () => {
     assert.ok(!Array.isArray(result.findings) || result.findings.length > 0, 'no empty findings');
   });
 
+  test('malware in a corrupt image: the finding is reported, the image engine’s failure traced', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const auth = await keyWith(svc, ['MALWARE', 'NSFW_IMAGE']);
+    // A PNG cut off and padded (sharp cannot decode it), carrying the EICAR string.
+    const corrupt = Buffer.concat([
+      (await drawing()).subarray(0, 200),
+      Buffer.alloc(300, 7),
+      Buffer.from(eicar()),
+    ]);
+    const sync = await upload(svc.url, auth, corrupt);
+    assert.equal(sync.status, 201, JSON.stringify(sync.body));
+    assert.deepEqual(sync.body.findings, ['content.malicious.eicar-test-signature']);
+    assert.equal(sync.body.content_type, 'image/png');
+    const lines = await trace(svc, auth, String(sync.body.id));
+    assert.match(lines, /engine nsfw-image \(NSFW_IMAGE\): failed/);
+    assert.match(lines, /not every engine could examine the content/);
+
+    const accepted = await upload(svc.url, auth, corrupt, '/v2.2/files/async');
+    assert.equal(accepted.status, 202);
+    let result: Record<string, unknown> = {};
+    for (let i = 0; i < 200; i++) {
+      const response = await fetch(`${svc.url}/v2.2/files/${accepted.body.id}`, {
+        headers: { authorization: auth },
+      });
+      result = (await response.json()) as Record<string, unknown>;
+      if (response.status === 200) break;
+      await sleep(50);
+    }
+    assert.deepEqual(result.findings, ['content.malicious.eicar-test-signature']);
+    assert.match(
+      await trace(svc, auth, String(accepted.body.id)),
+      /engine nsfw-image \(NSFW_IMAGE\): failed/,
+    );
+
+    // Without malware, the same failure still leaves the item unexamined.
+    const clean = Buffer.concat([(await drawing()).subarray(0, 200), Buffer.alloc(300, 7)]);
+    const unexamined = await upload(svc.url, auth, clean);
+    assert.equal(unexamined.status, 422);
+    assert.equal(unexamined.body.findings, undefined);
+  });
+
   test('a 30,000 x 30,000 PNG bomb is refused, not decoded', async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
     const refused = await upload(svc.url, svc.auth, pngBomb(30_000, 30_000));

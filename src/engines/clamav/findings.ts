@@ -14,7 +14,16 @@ export function clamdSignatureToFinding(signature: string, style: FindingsStyle)
   const name = signature
     .replace(/\.UNOFFICIAL$/i, '')
     .toLowerCase()
-    .replace(/[^a-z0-9.-]+/g, '-')
-    .replace(/^[-.]+|[-.]+$/g, '');
-  return `content.malicious.${name}`;
+    .replace(/[^a-z0-9.-]+/g, '-');
+  return `content.malicious.${trimDashesAndDots(name)}`;
+}
+
+/** Without leading and trailing `-` and `.`; a loop, as `/[-.]+$/` is quadratic on inner runs. */
+function trimDashesAndDots(name: string): string {
+  const trimmable = (char: string | undefined) => char === '-' || char === '.';
+  let start = 0;
+  let end = name.length;
+  while (start < end && trimmable(name[start])) start++;
+  while (end > start && trimmable(name[end - 1])) end--;
+  return name.slice(start, end);
 }

@@ -59,22 +59,136 @@ const NAMED_ENTITIES: Record<string, string> = {
 };
 
 /** Tags inside a word's letters in practice ("f<b>u</b>ck"): removed without a space. */
-const INLINE_TAGS =
-  /^(?:a|abbr|b|bdi|bdo|cite|code|del|dfn|em|font|i|ins|kbd|mark|q|s|samp|small|span|strike|strong|sub|sup|u|var|wbr)$/i;
+const INLINE_TAGS = new Set(
+  'a abbr b bdi bdo cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup u var wbr'.split(
+    ' ',
+  ),
+);
 
-/** The text of an HTML document: no scripts, styles, comments or tags; entities decoded. */
+// Sticky patterns, tried at one `<` or `&` each: a literal or one character class per quantifier,
+// so each attempt is linear in what it reads, and the scanner below never reads a character twice
+// but through a remembered search.
+const RAW_TEXT_ELEMENT = /<(script|style|template)\b/iy;
+const TAG_NAME = /<\/?([a-zA-Z][\w-]*)/y;
+const ENTITY = /&(?:#(\d+)|#x([0-9a-f]+)|([a-z]+));/iy;
+
+/**
+ * Where `find` next matches at or after a position, remembered: a later search from a position
+ * between the last one and its answer has the same answer (after "none", none). So searching
+ * again from each of many openings that are never closed costs one pass in all, not one each.
+ */
+class NextMatch {
+  private searchedFrom = -1;
+  private found: { at: number; end: number } | null = null;
+
+  constructor(private readonly find: (from: number) => { at: number; end: number } | null) {}
+
+  next(from: number): { at: number; end: number } | null {
+    const known =
+      this.searchedFrom !== -1 &&
+      from >= this.searchedFrom &&
+      (this.found === null || from <= this.found.at);
+    if (!known) {
+      this.searchedFrom = from;
+      this.found = this.find(from);
+    }
+    return this.found;
+  }
+}
+
+function indexOfAfter(text: string, literal: string) {
+  return (from: number) => {
+    const at = text.indexOf(literal, from);
+    return at === -1 ? null : { at, end: at + literal.length };
+  };
+}
+
+function closingTag(text: string, name: string) {
+  const pattern = new RegExp(`</${name}\\s*>`, 'gi');
+  return (from: number) => {
+    pattern.lastIndex = from;
+    const match = pattern.exec(text);
+    return match === null ? null : { at: match.index, end: match.index + match[0].length };
+  };
+}
+
+function decodeEntity(
+  decimal: string | undefined,
+  hex: string | undefined,
+  name: string | undefined,
+) {
+  const code = decimal ? Number(decimal) : hex ? Number.parseInt(hex, 16) : Number.NaN;
+  if (!Number.isNaN(code)) return code <= 0x10ffff ? String.fromCodePoint(code) : null;
+  return NAMED_ENTITIES[(name ?? '').toLowerCase()] ?? null;
+}
+
+/**
+ * The text of an HTML document: no scripts, styles, comments or tags; entities decoded. One pass
+ * (the content is untrusted and up to the engine's size limit): an unclosed comment, script or tag
+ * stays as text, as before, and costs one search in all however often it is opened.
+ */
 export function htmlText(html: string): string {
-  return html
-    .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<(script|style|template)\b[\s\S]*?<\/\1\s*>/gi, ' ')
-    .replace(/<\/?([a-zA-Z][\w-]*)[^>]*>/g, (_tag, name: string) =>
-      INLINE_TAGS.test(name) ? '' : ' ',
-    )
-    .replace(/&(?:#(\d+)|#x([0-9a-f]+)|([a-z]+));/gi, (entity, decimal, hex, name) => {
-      const code = decimal ? Number(decimal) : hex ? Number.parseInt(hex, 16) : Number.NaN;
-      if (!Number.isNaN(code)) return code <= 0x10ffff ? String.fromCodePoint(code) : entity;
-      return NAMED_ENTITIES[(name as string).toLowerCase()] ?? entity;
-    });
+  const nextLt = new NextMatch(indexOfAfter(html, '<'));
+  const nextAmp = new NextMatch(indexOfAfter(html, '&'));
+  const commentEnd = new NextMatch(indexOfAfter(html, '-->'));
+  const tagEnd = new NextMatch(indexOfAfter(html, '>'));
+  const rawTextEnds = new Map<string, NextMatch>();
+  const out: string[] = [];
+  let copied = 0; // html[copied, i) is text still to be copied out
+  let i = 0;
+  const skip = (to: number, replacement: string) => {
+    out.push(html.slice(copied, i), replacement);
+    i = to;
+    copied = to;
+  };
+  while (i < html.length) {
+    const lt = nextLt.next(i)?.at ?? -1;
+    const amp = nextAmp.next(i)?.at ?? -1;
+    if (lt === -1 && amp === -1) break;
+    i = lt === -1 ? amp : amp === -1 ? lt : Math.min(lt, amp);
+    if (html[i] === '&') {
+      ENTITY.lastIndex = i;
+      const entity = ENTITY.exec(html);
+      const decoded = entity === null ? null : decodeEntity(entity[1], entity[2], entity[3]);
+      if (entity !== null && decoded !== null) skip(i + entity[0].length, decoded);
+      else i++;
+      continue;
+    }
+    if (html.startsWith('<!--', i)) {
+      const end = commentEnd.next(i + 4);
+      if (end !== null) {
+        skip(end.end, ' ');
+        continue;
+      }
+    }
+    RAW_TEXT_ELEMENT.lastIndex = i;
+    const raw = RAW_TEXT_ELEMENT.exec(html);
+    if (raw !== null) {
+      const name = (raw[1] ?? '').toLowerCase();
+      let ends = rawTextEnds.get(name);
+      if (ends === undefined) {
+        ends = new NextMatch(closingTag(html, name));
+        rawTextEnds.set(name, ends);
+      }
+      const end = ends.next(i + raw[0].length);
+      if (end !== null) {
+        skip(end.end, ' ');
+        continue;
+      }
+    }
+    TAG_NAME.lastIndex = i;
+    const tag = TAG_NAME.exec(html);
+    if (tag !== null) {
+      const end = tagEnd.next(i + tag[0].length);
+      if (end !== null) {
+        skip(end.end, INLINE_TAGS.has((tag[1] ?? '').toLowerCase()) ? '' : ' ');
+        continue;
+      }
+    }
+    i++;
+  }
+  out.push(html.slice(copied));
+  return out.join('');
 }
 
 async function pdfText(content: Uint8Array, maxChars: number): Promise<string> {

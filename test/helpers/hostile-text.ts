@@ -1,0 +1,250 @@
+/**
+ * Hostile inputs for every path that reads untrusted text (type classification and HTML
+ * stripping), and a timing harness. The harness runs in a worker thread: a super-linear path
+ * freezes only the worker, which the test terminates at its deadline and reports by name.
+ */
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { htmlText } from '../../src/engines/nsfw-language/extract.js';
+import {
+  classifyText,
+  isCsv,
+  isJson,
+  isUtf8Text,
+  looksLikeHtml,
+  TEXT_RULES,
+} from '../../src/engines/text-type.js';
+
+type Generator = (size: number) => string;
+
+/** `unit` repeated to `size` characters (or just over). */
+function fill(unit: string, size: number): string {
+  return unit.repeat(Math.ceil(size / unit.length));
+}
+
+/** The opening of a rule repeated, and each shortened by one: near misses all the way. */
+function nearMisses(opening: string): Generator[] {
+  return [
+    (size) => fill(opening.slice(0, -1), size),
+    (size) => opening + fill(opening.slice(0, -1), size),
+    (size) => opening + fill(' ', size),
+  ];
+}
+
+const SHEBANG: Generator[] = [
+  (size) => `#!${fill(' ', size)}`,
+  (size) => `#!${fill('/', size)}`,
+  (size) => `#!${fill('a/', size)}`,
+  (size) => `#!/usr/bin/env${fill(' ', size)}`,
+  (size) => `#!${fill(' /env ', size)}`,
+  (size) => `#!/usr/bin/${fill('python3.', size)}x`,
+];
+
+/** Hostile inputs by rule name (each entry of TEXT_RULES must have some: the test checks). */
+const RULE_INPUTS: Record<string, Generator[]> = {
+  pdf: [(size) => fill(' ', size), (size) => `${fill(' \t\r\n', size)}%PD`],
+  rtf: nearMisses('{\\rtf'),
+  postscript: nearMisses('%!PS'),
+  binhex: nearMisses('(This file must be converted with BinHex'),
+  'svg-declaration': [
+    // The audit's upload: an XML declaration and empty comments (exponential in the old rule).
+    (size) => `<?xml?>${fill('<!---->', size)}`,
+    (size) => `<?xml version="1.0"?>${fill('<!---->', size)}`,
+    (size) => `<?xml version="1.0"?>${fill('<!--', size)}`,
+    (size) => `<?xml version="1.0"?>${fill('<!DOCTYPE svg ', size)}`,
+    (size) => `<?xml version=${fill('<sv', size)}`,
+    (size) => `<?xml version=${fill('a', size)}`,
+  ],
+  'svg-doctype': [
+    (size) => `<!doctype${fill(' ', size)}`,
+    (size) => fill('<!doctype ', size),
+    (size) => fill('<!doctyp', size),
+    (size) => fill('<!DOCTYPE\t\n', size),
+  ],
+  svg: nearMisses('<svg'),
+  xml: nearMisses('<?xml'),
+  python: SHEBANG,
+  shell: SHEBANG,
+  perl: SHEBANG,
+  node: SHEBANG,
+  ruby: SHEBANG,
+  vcard: nearMisses('BEGIN:VCARD\n'),
+  calendar: nearMisses('BEGIN:VCALENDAR\n'),
+  mbox: [(size) => fill('From', size), (size) => `From ${fill(' ', size)}`],
+  mail: [(size) => fill('From', size), (size) => fill('delivered-t', size)],
+};
+for (const rule of TEXT_RULES) {
+  if (rule.name.startsWith('pem ')) {
+    RULE_INPUTS[rule.name] = [
+      ...nearMisses(`-----BEGIN ${rule.name.slice(4)}-----`),
+      (size) => `-----BEGIN ${fill('A ', size)}`,
+      (size) => fill('-----BEGIN ', size),
+    ];
+  }
+}
+
+const HTML_INPUTS: Generator[] = [
+  (size) => fill('<', size),
+  (size) => fill('<a hre', size),
+  (size) => fill('<!doctype htm', size),
+  (size) => fill('<head', size),
+];
+
+const JSON_INPUTS: Generator[] = [
+  (size) => fill('[', size),
+  (size) => fill('{"a":', size),
+  (size) => `[${fill('1,', size)}`,
+  (size) => `{${fill(' ', size)}`,
+  (size) => `[${fill('"\\u00', size)}`,
+  (size) => fill('[', size / 2) + fill(']', size / 2),
+];
+
+const CSV_INPUTS: Generator[] = [
+  (size) => fill('"', size),
+  (size) => fill('""', size),
+  (size) => fill('"a', size),
+  (size) => fill(',', size),
+  (size) => fill('a,b,c\n', size),
+  (size) => fill('",\n', size),
+];
+
+const UTF8_INPUTS: Generator[] = [
+  (size) => fill('é', size / 2),
+  (size) => fill('日本語', size / 3),
+  (size) => fill('\u{1F600}', size / 4),
+  (size) => fill('a\x1b[0m\t', size),
+];
+
+const TRIMMING_INPUTS: Generator[] = [
+  (size) => `\uFEFF${fill(' ', size)}`,
+  (size) => `\uFEFF${fill(' \t\r\n\f', size)}x`,
+  (size) => fill('\uFEFF', size / 3),
+];
+
+/** What language extraction strips from HTML: comments, scripts, tags, entities. */
+const HTML_TEXT_INPUTS: Generator[] = [
+  (size) => fill('<!--', size),
+  (size) => fill('<!-- -', size),
+  (size) => fill('<script>', size),
+  (size) => fill('<script', size),
+  (size) => fill('<style></scrip', size),
+  (size) => fill('<a', size),
+  (size) => `<a${fill('a', size)}`,
+  (size) => `<a${fill('-', size)}`,
+  (size) => fill('</b ', size),
+  (size) => fill('&', size),
+  (size) => `&${fill('a', size)}`,
+  (size) => `&#${fill('1', size)}`,
+  (size) => `&#x${fill('f', size)}`,
+];
+
+export interface TextPath {
+  name: string;
+  inputs: Generator[];
+  run(input: string): unknown;
+}
+
+/** Every path that reads untrusted text, with its hostile inputs. */
+export function textPaths(): TextPath[] {
+  const utf8 = (input: string) => isUtf8Text(Buffer.from(input));
+  return [
+    ...TEXT_RULES.map((rule) => ({
+      name: `rule ${rule.name}`,
+      inputs: RULE_INPUTS[rule.name] ?? [],
+      // The whole input, not the rule's window: the rule itself must be linear.
+      run: (input: string) => rule.matches(input),
+    })),
+    { name: 'HTML tags', inputs: HTML_INPUTS, run: looksLikeHtml },
+    { name: 'JSON (whole)', inputs: JSON_INPUTS, run: (input) => isJson(input, true) },
+    { name: 'JSON (opening)', inputs: JSON_INPUTS, run: (input) => isJson(input, false) },
+    { name: 'CSV', inputs: CSV_INPUTS, run: isCsv },
+    { name: 'UTF-8 check', inputs: UTF8_INPUTS, run: utf8 },
+    {
+      name: 'BOM and white space',
+      inputs: TRIMMING_INPUTS,
+      run: (input) => classifyText(Buffer.from(input), true),
+    },
+    { name: 'HTML text extraction', inputs: HTML_TEXT_INPUTS, run: htmlText },
+  ];
+}
+
+export const HOSTILE_SIZES = [1_000, 10_000, 100_000] as const;
+
+export interface PathTiming {
+  path: string;
+  /** Milliseconds per size (HOSTILE_SIZES), summed over the path's inputs: the first run each. */
+  first: number[];
+  /** The same, best of a few runs: less noise for comparing growth. */
+  best: number[];
+}
+
+function timeOnce(run: () => unknown): number {
+  const start = performance.now();
+  run();
+  return performance.now() - start;
+}
+
+/**
+ * Times every path on each of its inputs at each size, also end to end through classifyText.
+ * `progress` hears each path's name before it runs, so a hang can be named.
+ */
+export function measureTextPaths(progress: (path: string) => void): PathTiming[] {
+  const timings: PathTiming[] = [];
+  for (const path of textPaths()) {
+    progress(path.name);
+    const first: number[] = [];
+    const best: number[] = [];
+    for (const size of HOSTILE_SIZES) {
+      let firstSum = 0;
+      let bestSum = 0;
+      for (const generate of path.inputs) {
+        const input = generate(size);
+        const head = Buffer.from(input);
+        const both = () => {
+          path.run(input);
+          classifyText(head, true);
+        };
+        const runs = [timeOnce(both), timeOnce(both), timeOnce(both)];
+        firstSum += runs[0] ?? 0;
+        bestSum += Math.min(...runs);
+      }
+      first.push(firstSum);
+      best.push(bestSum);
+    }
+    timings.push({ path: path.name, first, best });
+  }
+  return timings;
+}
+
+/** Runs measureTextPaths in a worker; rejects naming the path still running at the deadline. */
+export function measureTextPathsInWorker(deadlineMs: number): Promise<PathTiming[]> {
+  const entry = new URL(import.meta.url).href;
+  const worker = new Worker(
+    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
+    { eval: true, workerData: 'measure-text-paths' },
+  );
+  let current = '(starting)';
+  return new Promise<PathTiming[]>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void worker.terminate();
+      reject(new Error(`"${current}" did not finish within ${deadlineMs} ms: super-linear`));
+    }, deadlineMs);
+    worker.on('message', (message: { path: string } | { timings: PathTiming[] }) => {
+      if ('path' in message) current = message.path;
+      else {
+        clearTimeout(timer);
+        void worker.terminate();
+        resolve(message.timings);
+      }
+    });
+    worker.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+if (!isMainThread && workerData === 'measure-text-paths') {
+  const port = parentPort;
+  const timings = measureTextPaths((path) => port?.postMessage({ path }));
+  port?.postMessage({ timings });
+}
