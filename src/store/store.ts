@@ -21,6 +21,7 @@ import * as jobsTraceCallbacks from './migrations/0002-jobs-trace-callbacks.js';
 import * as tokensUsers from './migrations/0003-tokens-users.js';
 import * as keyRateLimits from './migrations/0004-key-rate-limits.js';
 import * as legacyApi from './migrations/0005-legacy-api.js';
+import * as callbackDestinations from './migrations/0006-callback-destinations.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '0003-tokens-users': tokensUsers,
   '0004-key-rate-limits': keyRateLimits,
   '0005-legacy-api': legacyApi,
+  '0006-callback-destinations': callbackDestinations,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
