@@ -192,14 +192,19 @@ export class CallbackDispatcher {
         : attempted.kind === 'failed'
           ? attempted.outcome
           : 'neutral';
-    const circuit = await this.destinations.finish(delivery.destination, outcome, Date.now());
-    if (circuit.opened && circuit.openUntil !== null) {
-      this.logger.warn(
-        { destination: delivery.destination, until: new Date(circuit.openUntil).toISOString() },
-        'callback destination keeps failing: its deliveries wait',
-      );
+    let openUntil: number | null = null;
+    try {
+      const circuit = await this.destinations.finish(delivery.destination, outcome, Date.now());
+      openUntil = circuit.openUntil;
+      if (circuit.opened && openUntil !== null) {
+        this.logger.warn(
+          { destination: delivery.destination, until: new Date(openUntil).toISOString() },
+          'callback destination keeps failing: its deliveries wait',
+        );
+      }
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not update the state of a callback destination');
     }
-    const openUntil = circuit.openUntil;
     try {
       await this.record(delivery, target, attempted, openUntil);
     } catch (error) {

@@ -2,6 +2,8 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { newId } from '../../src/accounts/credentials.js';
+import { ResultRecorder } from '../../src/processing/result-recorder.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
@@ -67,6 +69,49 @@ describe('callback limits', () => {
     assert.equal(receiver.requests.length, 1, 'nothing was sent for the refused submissions');
   });
 
+  test('a result whose callback body would still pass the cap is recorded, its callback not sent', async (t) => {
+    // Not reachable through the API's limits (the submission check leaves room for the rest of
+    // a result): the recorder's own guard, with the service's store and a real receiver.
+    const svc = await buildService(t, env());
+    const receiver = await startLocalServer((_request, response) => response.end());
+    t.after(() => receiver.close());
+    const id = newId();
+    const recorded = await new ResultRecorder(svc.store, () => {}).complete({
+      file: {
+        id,
+        accountId: svc.accountId,
+        apiKeyId: svc.keyId,
+        checksum: null,
+        sha256: null,
+        contentLength: null,
+        contentType: null,
+        findings: null,
+        metadata: { big: 'x'.repeat(1024 * 1024) },
+        callback: `${receiver.url}/hook?secret=1`,
+        error: 'download failed',
+        creationDate: new Date().toISOString(),
+      },
+      version: 'v2.2',
+      legacy: null,
+      events: [],
+    });
+    assert.equal(recorded, true);
+    assert.equal((await svc.store.callbacks.listForFile(id)).length, 0, 'nothing queued');
+    const messages = await traceMessages(svc.url, svc.auth, id);
+    assert.ok(
+      messages.some((m) =>
+        /^callback to http:\/\/127\.0\.0\.1:\d+\/hook\?… not sent: its body of \d+ bytes is over the limit of 1048576$/.test(
+          m,
+        ),
+      ),
+      messages.join(' | '),
+    );
+    const read = await fetch(`${svc.url}/v2.2/files/${id}`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(read.status, 200, 'the result itself is recorded');
+  });
+
   test('deliveries to one destination run at most ASSAY_CALLBACK_DESTINATION_CONCURRENCY at once; others are not held', async (t) => {
     const svc = await buildService(t, env({ ASSAY_CALLBACK_DESTINATION_CONCURRENCY: '2' }));
     let current = 0;
@@ -88,8 +133,8 @@ describe('callback limits', () => {
     );
     for (const response of await Promise.all(uploads)) assert.equal(response.status, 201);
     // 10 deliveries, 2 at a time, 300 ms each: the slow receiver is busy for 1.5 s.
-    const started = Date.now();
     assert.equal((await upload(svc, 'fast', { callback: `${fast.url}/hook` })).status, 201);
+    const started = Date.now();
     await fast.waitFor(1, 5_000);
     const fastDelay = Date.now() - started;
     await slow.waitFor(10, 15_000);
