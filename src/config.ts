@@ -52,6 +52,8 @@ export interface Config {
   legacyMaxPostSize: number;
   /** v1.0: where its API lives; its path prefixes /api/scan. Null: /api/scan on this server. */
   legacyBaseUrl: string | null;
+  /** Callback deliveries in flight to one destination (scheme://host:port) at most. */
+  callbackDestinationConcurrency: number;
 }
 
 export interface RateLimitSetting {
@@ -118,6 +120,10 @@ export const SETTINGS = {
     doc: 'Largest raw POST body of the deprecated v1.0 API, in bytes.',
   },
   ASSAY_LEGACY_BASE_URL: { default: '', doc: 'Base URL of v1.0 (its path prefixes /api/scan).' },
+  ASSAY_CALLBACK_DESTINATION_CONCURRENCY: {
+    default: '4',
+    doc: 'Callbacks in flight to one destination (scheme, host and port) at most.',
+  },
 } as const;
 
 type SettingName = keyof typeof SETTINGS;
@@ -309,6 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
     legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),
+    callbackDestinationConcurrency: integer(env, 'ASSAY_CALLBACK_DESTINATION_CONCURRENCY', 1, 64),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

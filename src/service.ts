@@ -17,6 +17,8 @@ import { ContentScanner } from './processing/scan-content.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
 
+/** Callback deliveries in flight in all (each destination also has its own limit). */
+const CALLBACK_CONCURRENCY = 16;
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
 
@@ -122,7 +124,8 @@ export async function startService(
       store,
       {
         outbound: { policy, userAgent, connectTimeoutMs: 5_000, totalTimeoutMs: 15_000 },
-        concurrency: 16,
+        concurrency: CALLBACK_CONCURRENCY,
+        destinationConcurrency: config.callbackDestinationConcurrency,
         retryBaseMs: config.callbackRetryBaseMs,
         maxAgeMs: config.callbackMaxAgeMs,
       },

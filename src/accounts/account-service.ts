@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   type Account,
   type ApiKey,
@@ -10,6 +9,7 @@ import {
 import type { Store } from '../store/store.js';
 import {
   hashSecret,
+  newCallbackSecret,
   newId,
   newSecret,
   secretMatches,
@@ -75,7 +75,7 @@ export class AccountService {
       enforceBalance: false,
       creationDate: date,
       modificationDate: date,
-      callbackSecret: randomBytes(32).toString('hex'),
+      callbackSecret: newCallbackSecret(),
     };
     await this.store.accounts.insert(account);
     return account;

@@ -10,6 +10,11 @@ export function newSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/** The key that signs an account's callbacks: 256 random bits in hex, stored as is (it signs). */
+export function newCallbackSecret(): string {
+  return randomBytes(32).toString('hex');
+}
+
 /**
  * Secrets are random and high-entropy, so a fast hash is enough (no dictionary to defend against)
  * and keeps authentication off the hot path's profile; a slow password hash would cap throughput.

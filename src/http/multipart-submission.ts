@@ -1,4 +1,8 @@
 import type { FastifyRequest } from 'fastify';
+import {
+  MAX_CALLBACK_BODY_BYTES,
+  MAX_CALLBACK_METADATA_BYTES,
+} from '../processing/result-recorder.js';
 import { HttpError } from './http-error.js';
 
 /** Bytes a multipart body may carry beyond the file itself: boundaries, headers, text fields. */
@@ -34,6 +38,9 @@ export function parseHttpUrl(name: string, value: string): string {
 export class FieldCollector {
   readonly fields: SubmissionFields = { metadata: {}, callback: null, location: null };
   private metadataCount = 0;
+  /** Each metadata entry's size as a callback sends it: `"key":"value"`, JSON-encoded. */
+  private readonly metadataEntryBytes = new Map<string, number>();
+  private metadataBytes = 2; // {}
 
   constructor(
     private readonly acceptMetadata: boolean,
@@ -45,6 +52,7 @@ export class FieldCollector {
       throw new HttpError(400, `field ${name} is longer than ${MAX_FIELD_BYTES} bytes`);
     if (name === 'callback') {
       this.fields.callback = parseHttpUrl('callback', value);
+      this.checkCallbackBody();
       return;
     }
     if (name === 'location' && this.acceptLocation) {
@@ -71,6 +79,33 @@ export class FieldCollector {
       writable: true,
       configurable: true,
     });
+    this.countMetadata(key, value);
+    this.checkCallbackBody();
+  }
+
+  /** Keeps the size of the metadata as sent (escapes included: \u0001 is 6 bytes), not as received. */
+  private countMetadata(key: string, value: string): void {
+    const entry =
+      Buffer.byteLength(JSON.stringify(key)) + 1 + Buffer.byteLength(JSON.stringify(value));
+    const previous = this.metadataEntryBytes.get(key);
+    // One comma per entry after the first.
+    this.metadataBytes +=
+      previous === undefined
+        ? entry + (this.metadataEntryBytes.size > 0 ? 1 : 0)
+        : entry - previous;
+    this.metadataEntryBytes.set(key, entry);
+  }
+
+  /**
+   * A callback body is at most MAX_CALLBACK_BODY_BYTES: a submission whose metadata alone would
+   * not leave room for the rest of its result is refused now, not when its callback is due.
+   */
+  private checkCallbackBody(): void {
+    if (this.fields.callback === null || this.metadataBytes <= MAX_CALLBACK_METADATA_BYTES) return;
+    throw new HttpError(
+      400,
+      `metadata takes ${this.metadataBytes} bytes as JSON; with a callback it may take at most ${MAX_CALLBACK_METADATA_BYTES} (callback bodies are limited to ${MAX_CALLBACK_BODY_BYTES} bytes)`,
+    );
   }
 }
 

@@ -1,14 +1,22 @@
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
+import { newCallbackSecret } from '../accounts/credentials.js';
 import {
   OutboundError,
   type OutboundOptions,
+  OutboundRefusedError,
   pingUrl,
   postBody,
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
 import type { CallbackDelivery } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import {
+  type AttemptOutcome,
+  type DestinationGate,
+  InProcessDestinationGate,
+  retryDelayMs,
+} from './callback-destinations.js';
 import { WorkLoop } from './work-loop.js';
 
 export const SIGNATURE_HEADER = 'x-assay-signature';
@@ -17,41 +25,64 @@ export interface CallbackDispatcherOptions {
   outbound: OutboundOptions;
   /** Concurrent deliveries: a slow receiver holds one slot, never the others. */
   concurrency: number;
-  /** First retry delay; each further retry waits twice as long (with jitter), at most an hour. */
+  /** Deliveries in flight to one destination (scheme, host and port) at most. */
+  destinationConcurrency: number;
+  /**
+   * First retry delay; each further retry waits twice as long (with jitter), at most an hour. Also
+   * the first wait of a destination whose circuit opens.
+   */
   retryBaseMs: number;
   /** How long a delivery is tried before it is given up. */
   maxAgeMs: number;
+  /** Per-destination limits and circuits; by default held in this process. */
+  destinations?: DestinationGate;
 }
 
-const MAX_RETRY_DELAY_MS = 60 * 60 * 1000;
 /** A claimed delivery is due again after this long if its process dies mid-attempt. */
 const LEASE_MS = 2 * 60 * 1000;
+/** Longest sleep of the loop: a submission or a finished attempt wakes it sooner. */
+const IDLE_MS = 1000;
 
 /**
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the account's callback secret: the
  * receiver recomputes it, compares in constant time and rejects old timestamps (replays).
  */
 export function signCallback(secret: string, body: string, timestamp: number): string {
+  // An empty key would let anyone forge the signature: never sign with one.
+  if (secret === '') throw new Error('refusing to sign a callback with an empty secret');
   const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
   return `t=${timestamp},v1=${mac}`;
 }
 
-/** Delay before retry `attempt` (1-based): exponential from the base, with full jitter in [½, 1]. */
-export function retryDelayMs(attempt: number, baseMs: number, random = Math.random): number {
-  const ceiling = Math.min(MAX_RETRY_DELAY_MS, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
+/** What one attempt came to. */
+type Attempted =
+  | { kind: 'delivered'; status: number }
+  /** Retried later; `outcome` says whether it counts against the destination. */
+  | { kind: 'failed'; failure: string; outcome: AttemptOutcome }
+  /** Can never be sent: given up at once. */
+  | { kind: 'undeliverable'; failure: string };
 
-/** Delivers the callback outbox: at least once, retried with backoff, each attempt in the trace. */
+/**
+ * Delivers the callback outbox: at least once, retried with backoff, each attempt in the trace. A
+ * destination takes a bounded number of deliveries at once, and one that keeps failing is held
+ * back as a whole (its circuit opens) instead of each delivery failing on its own.
+ */
 export class CallbackDispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly loop: WorkLoop;
+  private readonly destinations: DestinationGate;
 
   constructor(
     private readonly store: Store,
     private readonly options: CallbackDispatcherOptions,
     private readonly logger: Logger,
   ) {
+    this.destinations =
+      options.destinations ??
+      new InProcessDestinationGate({
+        concurrency: options.destinationConcurrency,
+        retryBaseMs: options.retryBaseMs,
+      });
     this.loop = new WorkLoop(
       () => this.tick(),
       (error) => this.logger.error({ err: error }, 'callback loop round failed'),
@@ -74,34 +105,127 @@ export class CallbackDispatcher {
   }
 
   private async tick(): Promise<number> {
-    const free = this.options.concurrency - this.inFlight.size;
-    if (free > 0) {
-      const now = new Date();
-      const due = await this.store.callbacks.due(now.toISOString(), free + this.inFlight.size);
-      for (const delivery of due.filter((d) => !this.inFlight.has(d.id)).slice(0, free)) {
-        const leaseUntil = new Date(now.getTime() + LEASE_MS).toISOString();
-        if (!(await this.store.callbacks.claim(delivery, leaseUntil))) continue;
-        const attempt = this.attempt({ ...delivery, attempts: delivery.attempts + 1 }).finally(
-          () => {
-            this.inFlight.delete(delivery.id);
-            this.loop.notify();
-          },
-        );
-        this.inFlight.set(delivery.id, attempt);
+    let free = this.options.concurrency - this.inFlight.size;
+    if (free <= 0) return IDLE_MS; // a finished attempt wakes the loop
+    const now = Date.now();
+    const heldBack = new Set<string>();
+    // Each round starts or holds back at least one delivery, or ends the tick.
+    for (;;) {
+      const busy = await this.destinations.busy(now);
+      const due = await this.store.callbacks.due(new Date(now).toISOString(), free, busy);
+      let progressed = false;
+      for (const delivery of due) {
+        if (free <= 0 || this.inFlight.has(delivery.id) || heldBack.has(delivery.destination))
+          continue;
+        const admission = await this.destinations.admit(delivery.destination, now);
+        if (admission.kind === 'busy') continue;
+        if (admission.kind === 'wait') {
+          await this.holdBack(delivery.destination, admission.until, now);
+          heldBack.add(delivery.destination);
+          progressed = true;
+          continue;
+        }
+        if (await this.claim(delivery, now)) {
+          free -= 1;
+          progressed = true;
+        }
       }
+      if (due.length === 0 || !progressed || free <= 0) break;
     }
-    const next = await this.store.callbacks.nextDue();
-    return next === null ? 1000 : Math.min(1000, Date.parse(next) - Date.now());
+    if (free <= 0) return IDLE_MS;
+    const next = await this.store.callbacks.nextDue(await this.destinations.busy(Date.now()));
+    if (next === null) return IDLE_MS;
+    return Math.max(10, Math.min(IDLE_MS, Date.parse(next) - Date.now()));
   }
 
+  /** Takes an admitted delivery (its destination slot is released if that fails) and starts it. */
+  private async claim(delivery: CallbackDelivery, now: number): Promise<boolean> {
+    let claimed = false;
+    try {
+      const leaseUntil = new Date(now + LEASE_MS).toISOString();
+      claimed = await this.store.callbacks.claim(delivery, leaseUntil);
+    } finally {
+      if (!claimed) await this.destinations.finish(delivery.destination, 'neutral', now);
+    }
+    if (!claimed) return false;
+    const attempt = this.attempt({ ...delivery, attempts: delivery.attempts + 1 })
+      .catch((error: unknown) => this.logger.error({ err: error }, 'callback attempt failed'))
+      .finally(() => {
+        this.inFlight.delete(delivery.id);
+        this.loop.notify();
+      });
+    this.inFlight.set(delivery.id, attempt);
+    return true;
+  }
+
+  /**
+   * A destination whose circuit is open: its deliveries wait until `until` without using an
+   * attempt, and those that would pass their maximum age by then are given up.
+   */
+  private async holdBack(destination: string, until: number, now: number): Promise<void> {
+    const at = new Date(now).toISOString();
+    const expired = await this.store.callbacks.expireDestination(
+      destination,
+      new Date(until - this.options.maxAgeMs).toISOString(),
+      { at, error: 'its destination kept failing' },
+    );
+    for (const delivery of expired) {
+      const last = delivery.lastError === null ? '' : ` (last: ${delivery.lastError})`;
+      await this.traceSafely(
+        delivery.fileId,
+        `callback to ${destination}: its destination kept failing${last}; given up`,
+      );
+    }
+    if (expired.length > 0) {
+      this.logger.warn({ destination, count: expired.length }, 'callbacks given up');
+    }
+    await this.store.callbacks.deferDestination(destination, new Date(until).toISOString());
+  }
+
+  /** One attempt, then its record; never rejects (a failed write is logged, the lease retries). */
   private async attempt(delivery: CallbackDelivery): Promise<void> {
     const target = redactUrl(delivery.url);
-    let failure: string;
+    const attempted = await this.send(delivery);
+    const outcome: AttemptOutcome =
+      attempted.kind === 'delivered'
+        ? 'delivered'
+        : attempted.kind === 'failed'
+          ? attempted.outcome
+          : 'neutral';
+    let openUntil: number | null = null;
     try {
-      const account = await this.store.accounts.find(delivery.accountId);
+      const circuit = await this.destinations.finish(delivery.destination, outcome, Date.now());
+      openUntil = circuit.openUntil;
+      if (circuit.opened && openUntil !== null) {
+        this.logger.warn(
+          { destination: delivery.destination, until: new Date(openUntil).toISOString() },
+          'callback destination keeps failing: its deliveries wait',
+        );
+      }
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not update the state of a callback destination');
+    }
+    try {
+      await this.record(delivery, target, attempted, openUntil);
+    } catch (error) {
+      // A failed write (a full disk, a locked database) must not end the loop. The delivery keeps
+      // its lease, so it is due again when the lease ends: at least once, never lost.
+      this.logger.error(
+        { err: error, delivery: delivery.id },
+        'could not record a callback attempt; the delivery is retried when its lease ends',
+      );
+    }
+  }
+
+  private async send(delivery: CallbackDelivery): Promise<Attempted> {
+    try {
+      const secret = await this.signingSecret(delivery.accountId);
+      if (secret === null) {
+        return { kind: 'undeliverable', failure: 'not sent: its account no longer exists' };
+      }
       const timestamp = Math.floor(Date.now() / 1000);
       const headers = {
-        [SIGNATURE_HEADER]: signCallback(account?.callbackSecret ?? '', delivery.body, timestamp),
+        [SIGNATURE_HEADER]: signCallback(secret, delivery.body, timestamp),
         'x-assay-delivery': delivery.id,
         'x-assay-attempt': String(delivery.attempts),
       };
@@ -115,33 +239,65 @@ export class CallbackDispatcher {
               { 'content-type': delivery.contentType, ...headers },
               this.options.outbound,
             );
-      if (status >= 200 && status < 300) {
-        const at = new Date().toISOString();
-        await this.store.callbacks.settle(delivery.id, { state: 'delivered', at, error: null });
-        await this.store.trace.append(
-          delivery.fileId,
-          `callback attempt ${delivery.attempts} to ${target}: delivered (HTTP ${status})`,
-        );
-        return;
-      }
-      failure = `HTTP ${status}`;
+      if (status >= 200 && status < 300) return { kind: 'delivered', status };
+      return { kind: 'failed', failure: `HTTP ${status}`, outcome: 'failed' };
     } catch (error) {
-      if (!(error instanceof OutboundError))
-        this.logger.error({ err: error }, 'callback attempt failed');
-      failure = error instanceof Error ? error.message : String(error);
+      // A refusal by the address policy costs the destination nothing: it does not count.
+      if (error instanceof OutboundRefusedError)
+        return { kind: 'failed', failure: error.message, outcome: 'neutral' };
+      if (error instanceof OutboundError)
+        return { kind: 'failed', failure: error.message, outcome: 'failed' };
+      this.logger.error({ err: error, delivery: delivery.id }, 'callback attempt failed');
+      return { kind: 'failed', failure: 'not sent: internal error', outcome: 'neutral' };
     }
+  }
+
+  /**
+   * The account's callback secret; null when the account is gone. An account without one (an
+   * empty secret would let anyone forge the signature) gets a new one, stored before it is used.
+   */
+  private async signingSecret(accountId: string): Promise<string | null> {
+    const account = await this.store.accounts.find(accountId);
+    if (account === null) return null;
+    if (account.callbackSecret !== '') return account.callbackSecret;
+    const secret = await this.store.accounts.fillEmptyCallbackSecret(
+      accountId,
+      newCallbackSecret(),
+    );
+    this.logger.warn(
+      { account: accountId },
+      'the account had no callback secret; a new one now signs its callbacks (see assay admin account show)',
+    );
+    return secret === '' ? null : secret;
+  }
+
+  private async record(
+    delivery: CallbackDelivery,
+    target: string,
+    attempted: Attempted,
+    openUntil: number | null,
+  ): Promise<void> {
+    const prefix = `callback attempt ${delivery.attempts} to ${target}`;
     const now = Date.now();
-    const nextAttempt = now + retryDelayMs(delivery.attempts, this.options.retryBaseMs);
-    if (nextAttempt - Date.parse(delivery.creationDate) > this.options.maxAgeMs) {
-      await this.store.callbacks.settle(delivery.id, {
-        state: 'failed',
-        at: new Date(now).toISOString(),
-        error: failure,
-      });
+    const at = new Date(now).toISOString();
+    if (attempted.kind === 'delivered') {
+      await this.store.callbacks.settle(delivery.id, { state: 'delivered', at, error: null });
       await this.store.trace.append(
         delivery.fileId,
-        `callback attempt ${delivery.attempts} to ${target}: ${failure}; given up`,
+        `${prefix}: delivered (HTTP ${attempted.status})`,
       );
+      return;
+    }
+    const { failure } = attempted;
+    // An open circuit holds this delivery back with the others of its destination.
+    const ownRetry = now + retryDelayMs(delivery.attempts, this.options.retryBaseMs);
+    const nextAttempt = Math.max(ownRetry, openUntil ?? 0);
+    if (
+      attempted.kind === 'undeliverable' ||
+      nextAttempt - Date.parse(delivery.creationDate) > this.options.maxAgeMs
+    ) {
+      await this.store.callbacks.settle(delivery.id, { state: 'failed', at, error: failure });
+      await this.store.trace.append(delivery.fileId, `${prefix}: ${failure}; given up`);
       this.logger.warn({ delivery: delivery.id, target, failure }, 'callback given up');
       return;
     }
@@ -151,9 +307,19 @@ export class CallbackDispatcher {
       nextAttemptAt,
       error: failure,
     });
+    const heldBack = nextAttempt > ownRetry ? ' (its destination keeps failing)' : '';
     await this.store.trace.append(
       delivery.fileId,
-      `callback attempt ${delivery.attempts} to ${target}: ${failure}; next attempt at ${nextAttemptAt}`,
+      `${prefix}: ${failure}; next attempt at ${nextAttemptAt}${heldBack}`,
     );
+  }
+
+  /** A trace line that must not stop the loop when it cannot be written. */
+  private async traceSafely(fileId: string, message: string): Promise<void> {
+    try {
+      await this.store.trace.append(fileId, message);
+    } catch (error) {
+      this.logger.error({ err: error, file: fileId }, 'could not append to a trace');
+    }
   }
 }

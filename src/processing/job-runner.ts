@@ -50,9 +50,12 @@ export class JobRunner {
     this.loop.start();
   }
 
-  /** Stores a job with its first trace event; it runs as soon as a slot is free. */
+  /**
+   * Stores a job with its first trace event, durably (it answers a 202, a promise that must
+   * survive power loss); it runs as soon as a slot is free.
+   */
   async submit(job: Job, received: string): Promise<void> {
-    await this.store.transaction(async (store) => {
+    await this.store.durableTransaction(async (store) => {
       await store.jobs.insert(job);
       await store.trace.append(job.id, received, job.creationDate);
     });

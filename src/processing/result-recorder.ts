@@ -1,4 +1,5 @@
 import { newId } from '../accounts/credentials.js';
+import { redactUrl } from '../outbound/target.js';
 import type {
   CallbackDelivery,
   LegacyJobOptions,
@@ -6,8 +7,17 @@ import type {
   TraceEvent,
 } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
 import { legacyResultOf, renderLegacy } from './legacy-result.js';
+
+/** Largest callback body Assay sends, in bytes as sent (metadata counts JSON-encoded). */
+export const MAX_CALLBACK_BODY_BYTES = 1024 * 1024;
+/**
+ * What metadata may take, JSON-encoded, on a submission with a callback: the body's limit less
+ * room for the rest of a result (id, dates, checksum, findings, an error naming a URL).
+ */
+export const MAX_CALLBACK_METADATA_BYTES = MAX_CALLBACK_BODY_BYTES - 64 * 1024;
 
 export interface Completion {
   file: StoredFile;
@@ -32,13 +42,24 @@ export class ResultRecorder {
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
   async complete({ file, version, legacy, jobId, events }: Completion): Promise<boolean> {
-    const deliveries = callbacksOf(file, version, legacy);
+    const deliveries: CallbackDelivery[] = [];
+    const refused: TraceEvent[] = [];
+    for (const delivery of callbacksOf(file, version, legacy)) {
+      const size = Buffer.byteLength(delivery.body);
+      if (size <= MAX_CALLBACK_BODY_BYTES) deliveries.push(delivery);
+      // Submissions whose metadata could not fit are refused (400); this is the last guard.
+      else
+        refused.push({
+          timestamp: new Date().toISOString(),
+          message: `callback to ${redactUrl(delivery.url)} not sent: its body of ${size} bytes is over the limit of ${MAX_CALLBACK_BODY_BYTES}`,
+        });
+    }
     const recorded = await this.store.transaction(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
       // Each processed item costs one credit; a failed download processed nothing.
       if (file.findings !== null) await store.accounts.consume(file.accountId, 1);
-      await store.trace.appendAll(file.id, events);
+      await store.trace.appendAll(file.id, [...events, ...refused]);
       for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
       return true;
     });
@@ -64,6 +85,7 @@ function callbacksOf(
     fileId: file.id,
     accountId: file.accountId,
     url,
+    destination: destinationOf(url),
     method,
     body,
     contentType,

@@ -47,6 +47,20 @@ export class AccountRepository {
     return row ? toAccount(row) : null;
   }
 
+  /**
+   * Gives an account without a callback secret the one given; returns the account's secret after
+   * (the given one, or one another process set first), or null when the account is gone.
+   */
+  async fillEmptyCallbackSecret(id: string, secret: string): Promise<string | null> {
+    await this.db
+      .updateTable('accounts')
+      .set({ callback_secret: secret })
+      .where('id', '=', id)
+      .where('callback_secret', '=', '')
+      .execute();
+    return (await this.find(id))?.callbackSecret ?? null;
+  }
+
   /** Takes `credits` from the balance (it may go below zero when submissions race). */
   async consume(id: string, credits: number): Promise<void> {
     await this.db

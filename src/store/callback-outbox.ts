@@ -8,6 +8,7 @@ function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery 
     fileId: row.file_id,
     accountId: row.account_id,
     url: row.url,
+    destination: row.destination,
     method: row.method === 'GET' ? 'GET' : 'POST',
     body: row.body,
     contentType: row.content_type,
@@ -32,6 +33,7 @@ export class CallbackOutbox {
         file_id: delivery.fileId,
         account_id: delivery.accountId,
         url: delivery.url,
+        destination: delivery.destination,
         method: delivery.method,
         body: delivery.body,
         content_type: delivery.contentType,
@@ -45,25 +47,75 @@ export class CallbackOutbox {
       .execute();
   }
 
-  async due(now: string, limit: number): Promise<CallbackDelivery[]> {
-    const rows = await this.db
+  /** Pending deliveries due by `now`, oldest first, except those to `skip` destinations. */
+  async due(now: string, limit: number, skip: readonly string[] = []): Promise<CallbackDelivery[]> {
+    let query = this.db
       .selectFrom('callback_deliveries')
       .selectAll()
       .where('state', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .orderBy('next_attempt_at')
-      .limit(limit)
-      .execute();
+      .where('next_attempt_at', '<=', now);
+    if (skip.length > 0) query = query.where('destination', 'not in', skip);
+    const rows = await query.orderBy('next_attempt_at').limit(limit).execute();
     return rows.map(toDelivery);
   }
 
-  async nextDue(): Promise<string | null> {
-    const row = await this.db
+  /** When the next delivery falls due, except those to `skip` destinations; null: none pending. */
+  async nextDue(skip: readonly string[] = []): Promise<string | null> {
+    let query = this.db
       .selectFrom('callback_deliveries')
       .select((eb) => eb.fn.min('next_attempt_at').as('next'))
-      .where('state', '=', 'pending')
-      .executeTakeFirst();
+      .where('state', '=', 'pending');
+    if (skip.length > 0) query = query.where('destination', 'not in', skip);
+    const row = await query.executeTakeFirst();
     return row?.next ?? null;
+  }
+
+  /**
+   * Holds back a destination's pending deliveries until `until` without counting an attempt: a
+   * failing receiver is tried again as a whole, not once per delivery.
+   */
+  async deferDestination(destination: string, until: string): Promise<void> {
+    await this.db
+      .updateTable('callback_deliveries')
+      .set({ next_attempt_at: until })
+      .where('destination', '=', destination)
+      .where('state', '=', 'pending')
+      .where('next_attempt_at', '<', until)
+      .execute();
+  }
+
+  /**
+   * Gives up a destination's pending deliveries created before `createdBefore` (too old to wait
+   * for it any longer); returns them, for their traces.
+   */
+  async expireDestination(
+    destination: string,
+    createdBefore: string,
+    outcome: { at: string; error: string },
+  ): Promise<Array<Pick<CallbackDelivery, 'id' | 'fileId' | 'lastError'>>> {
+    if (!this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) =>
+          new CallbackOutbox(trx).expireDestination(destination, createdBefore, outcome),
+        );
+    }
+    const expired = await this.db
+      .selectFrom('callback_deliveries')
+      .select(['id', 'file_id', 'last_error'])
+      .where('destination', '=', destination)
+      .where('state', '=', 'pending')
+      .where('creation_date', '<', createdBefore)
+      .execute();
+    if (expired.length === 0) return [];
+    await this.db
+      .updateTable('callback_deliveries')
+      .set({ state: 'failed', finished_date: outcome.at, last_error: outcome.error })
+      .where('destination', '=', destination)
+      .where('state', '=', 'pending')
+      .where('creation_date', '<', createdBefore)
+      .execute();
+    return expired.map((row) => ({ id: row.id, fileId: row.file_id, lastError: row.last_error }));
   }
 
   /**

@@ -96,6 +96,8 @@ export interface CallbackDelivery {
   fileId: string;
   accountId: string;
   url: string;
+  /** scheme://host:port of `url`: the receiver, for per-destination limits and backoff. */
+  destination: string;
   /** POST the body (a result), or GET with no body (a v1.0 ping). */
   method: 'POST' | 'GET';
   /** v2.x: exactly the bytes of `GET /files/{id}` at completion; v1.0: the legacy result. */

@@ -90,6 +90,8 @@ export interface CallbackDeliveriesTable {
   /** 'POST' (a result) or 'GET' (a v1.0 ping, no body). */
   method: string;
   content_type: string;
+  /** scheme://host:port of `url`: deliveries are limited and held back per destination. */
+  destination: string;
 }
 
 export interface TokensTable {

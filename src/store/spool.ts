@@ -1,13 +1,15 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { syncDirectory } from './disk-sync.js';
 
 export class SpoolTooLargeError extends Error {}
 
 /**
  * Content accepted for later processing, kept in the data dir until its result is recorded. A
- * spool file is complete and on disk (fsync, then rename) before anything refers to it.
+ * spool file is complete and on disk (fsync, rename, fsync of the directory) before anything
+ * refers to it.
  */
 export class Spool {
   private readonly dir: string;
@@ -18,6 +20,7 @@ export class Spool {
 
   async init(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
+    await syncDirectory(dirname(this.dir)); // a new spool directory's own entry
   }
 
   /** Writes the content; returns its path and size. Throws SpoolTooLargeError past `maxBytes`. */
@@ -45,6 +48,13 @@ export class Spool {
     }
     await file.close();
     await rename(partial, path);
+    try {
+      // The rename is durable only once the directory is synced.
+      await syncDirectory(this.dir);
+    } catch (error) {
+      await rm(path, { force: true });
+      throw error;
+    }
     return { path, size };
   }
 

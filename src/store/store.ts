@@ -14,6 +14,7 @@ import {
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackOutbox } from './callback-outbox.js';
+import { syncFileData } from './disk-sync.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
@@ -21,6 +22,7 @@ import * as jobsTraceCallbacks from './migrations/0002-jobs-trace-callbacks.js';
 import * as tokensUsers from './migrations/0003-tokens-users.js';
 import * as keyRateLimits from './migrations/0004-key-rate-limits.js';
 import * as legacyApi from './migrations/0005-legacy-api.js';
+import * as callbackDestinations from './migrations/0006-callback-destinations.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -33,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0003-tokens-users': tokensUsers,
   '0004-key-rate-limits': keyRateLimits,
   '0005-legacy-api': legacyApi,
+  '0006-callback-destinations': callbackDestinations,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -52,7 +55,14 @@ export class Store {
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
 
-  constructor(readonly db: Kysely<Database>) {
+  /**
+   * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
+   * default nothing (a dialect whose commits are durable by themselves).
+   */
+  constructor(
+    readonly db: Kysely<Database>,
+    private readonly syncCommitted: () => Promise<void> = async () => {},
+  ) {
     this.accounts = new AccountRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.files = new FileRepository(db);
@@ -66,6 +76,17 @@ export class Store {
   /** Runs `work` in one transaction, with repositories bound to it. */
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
     return this.db.transaction().execute((trx) => work(new Store(trx)));
+  }
+
+  /**
+   * A transaction whose commit survives power loss once this resolves: for commits that answer a
+   * promise (the 202 of a job). Other commits may trade the last moments before a power cut for
+   * speed (SQLite: WAL with synchronous=NORMAL).
+   */
+  async durableTransaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
+    const result = await this.transaction(work);
+    await this.syncCommitted();
+    return result;
   }
 
   async migrate(): Promise<void> {
@@ -115,15 +136,21 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
 export async function openSqliteStore(dataDir: string): Promise<Store> {
   mkdirSync(dataDir, { recursive: true });
   const database = new SQLite(join(dataDir, 'assay.db'));
-  // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode.
+  // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode
+  // and does not sync at commit. A durable transaction syncs the WAL after its commit instead
+  // (what synchronous=FULL does at commit), on libuv's threads: better-sqlite3's own sync would
+  // block the event loop, and every other request with it. SQLite syncs the data dir itself when
+  // it creates the WAL (checked with strace).
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
+  const walPath = `${database.name}-wal`;
   const store = new Store(
     new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     }),
+    () => syncFileData(walPath),
   );
   await store.migrate();
   return store;

@@ -19,8 +19,18 @@ export interface ServeProcess {
 export async function startServe(
   t: TestContext,
   env: Record<string, string>,
+  /** A command that runs the service, e.g. strace and its options. */
+  wrapper: string[] = [],
 ): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const [command = process.execPath, ...args] = [
+    ...wrapper,
+    process.execPath,
+    '--import',
+    'tsx',
+    'src/main.ts',
+    'serve',
+  ];
+  const child = spawn(command, args, {
     env: { ...process.env, ASSAY_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true,

@@ -1,9 +1,9 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
+import { verifySignature } from '../helpers/callbacks.js';
 import { uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
@@ -16,16 +16,6 @@ const env = () => ({
   ASSAY_FETCH_ALLOW: '127.0.0.1/32',
   ASSAY_CALLBACK_RETRY_BASE_MS: '100',
 });
-
-/** What the README tells receivers to do: recompute the HMAC and compare in constant time. */
-function verifySignature(header: string, body: Buffer, secret: string): boolean {
-  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
-  if (match === null) return false;
-  const expected = createHmac('sha256', secret).update(`${match[1]}.`).update(body).digest();
-  const given = Buffer.from(match[2] ?? '', 'hex');
-  const fresh = Math.abs(Date.now() / 1000 - Number(match[1])) < 300;
-  return fresh && given.length === expected.length && timingSafeEqual(given, expected);
-}
 
 describe('callbacks', () => {
   test('a receiver that fails the first 3 deliveries gets the 4th, signed, with the GET body', async (t) => {

@@ -1,5 +1,9 @@
 import { TOKEN_TIMEOUT } from '../../accounts/account-service.js';
 import { type ApiVersion, hasMetadata } from '../../processing/file-result.js';
+import {
+  MAX_CALLBACK_BODY_BYTES,
+  MAX_CALLBACK_METADATA_BYTES,
+} from '../../processing/result-recorder.js';
 import type { JsonSchema, Operation, PathItem, Reference, Response } from './types.js';
 
 /** What the operations need to know about the service they describe. */
@@ -62,7 +66,9 @@ const callbackField = {
   format: 'uri',
   description:
     'An http or https URL that receives the result by POST once processing completes ' +
-    '(the body of GET /files/{id}; retried until it answers 2xx).',
+    '(the body of GET /files/{id}; retried until it answers 2xx). A callback body is at most ' +
+    `${MAX_CALLBACK_BODY_BYTES} bytes: with a callback, metadata may take at most ` +
+    `${MAX_CALLBACK_METADATA_BYTES} bytes as JSON (400 otherwise).`,
 };
 
 const metadataFields = {

@@ -1,0 +1,109 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { startServe } from '../helpers/cli.js';
+import { randomContent, uploadForm } from '../helpers/content.js';
+import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
+
+const clamd = useSharedClamd();
+
+/** strace can follow a child here (installed, and ptrace allowed), or why not. */
+function straceUnavailable(): string | false {
+  const probe = spawnSync('strace', ['-f', '-qq', '-e', 'trace=none', 'true']);
+  if (probe.error !== undefined) return 'strace is not installed';
+  if (probe.status !== 0) return `strace cannot trace here: ${String(probe.stderr).trim()}`;
+  return false;
+}
+
+/** Index of the first line from `from` on that matches, or -1. */
+function find(lines: string[], pattern: RegExp, from = 0): number {
+  for (let i = from; i < lines.length; i++) if (pattern.test(lines[i] ?? '')) return i;
+  return -1;
+}
+
+/**
+ * Where the sync of the file opened (read-only) at `open` completed: its own line, or the line
+ * where the traced thread's call resumed.
+ */
+function syncCompleted(lines: string[], open: number, call: 'fsync' | 'fdatasync'): number {
+  const fd = /= (\d+)$/.exec(lines[open] ?? '')?.[1];
+  const start = find(lines, new RegExp(`^(\\d+) +${call}\\(${fd}[ )]`), open + 1);
+  if (start < 0 || !(lines[start] ?? '').includes('<unfinished')) return start;
+  const pid = /^(\d+)/.exec(lines[start] ?? '')?.[1];
+  return find(lines, new RegExp(`^${pid} +<\\.\\.\\. ${call} resumed>.*= 0`), start + 1);
+}
+
+describe('durability of the 202', () => {
+  test('the spool directory and the job commit are synced to disk before the 202', async (t) => {
+    const unavailable = straceUnavailable();
+    if (unavailable) {
+      t.skip(unavailable);
+      return;
+    }
+    const dataDir = tempDir();
+    const traceDir = tempDir('assay-strace-');
+    const log = join(traceDir, 'trace');
+    t.after(() => {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(traceDir, { recursive: true, force: true });
+    });
+    const serve = await startServe(
+      t,
+      {
+        ASSAY_DATA_DIR: dataDir,
+        ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+        ASSAY_CLAMD: clamd.socket,
+      },
+      [
+        'strace',
+        '-f',
+        '-qq',
+        '-s',
+        '40',
+        '-e',
+        'trace=rename,openat,fsync,fdatasync,write,writev',
+        '-e',
+        'signal=none',
+        '-o',
+        log,
+      ],
+    );
+    const response = await fetch(`${serve.url}/v2.2/files/async`, {
+      method: 'POST',
+      headers: { authorization: basic('key', 'secret') },
+      body: uploadForm(randomContent(4096)),
+    });
+    assert.equal(response.status, 202);
+    const { id } = (await response.json()) as { id: string };
+    // SIGTERM to the group: strace and the service it runs stop together.
+    process.kill(-(serve.child.pid ?? 0), 'SIGTERM');
+    await once(serve.child, 'exit');
+
+    const lines = readFileSync(log, 'utf8').split('\n');
+    const spool = join(dataDir, 'spool');
+    const renamed = find(lines, new RegExp(`rename\\("${spool}/${id}\\.part", "${spool}/${id}"`));
+    assert.ok(renamed >= 0, 'the spool file is renamed into place');
+    const openDir = find(
+      lines,
+      new RegExp(`openat\\(AT_FDCWD, "${spool}", O_RDONLY.*= \\d+$`),
+      renamed,
+    );
+    assert.ok(openDir > renamed, 'the spool directory is opened after the rename');
+    const dirSynced = syncCompleted(lines, openDir, 'fsync');
+    assert.ok(dirSynced > openDir, 'and synced');
+    const openWal = find(
+      lines,
+      new RegExp(`openat\\(AT_FDCWD, "${dataDir}/assay\\.db-wal", O_RDONLY.*= \\d+$`),
+      dirSynced,
+    );
+    assert.ok(openWal > dirSynced, 'the WAL holding the job commit is opened after that');
+    const walSynced = syncCompleted(lines, openWal, 'fdatasync');
+    assert.ok(walSynced > openWal, 'and synced');
+    const answered = find(lines, /HTTP\/1\.1 202/);
+    assert.ok(answered > walSynced, 'the 202 is written only after both syncs completed');
+  });
+});

@@ -1,0 +1,188 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { newId } from '../../src/accounts/credentials.js';
+import { ResultRecorder } from '../../src/processing/result-recorder.js';
+import { traceMessages } from '../helpers/callbacks.js';
+import { uploadForm } from '../helpers/content.js';
+import { startLocalServer } from '../helpers/local-server.js';
+import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
+
+const clamd = useSharedClamd();
+
+/** Fast retries for tests; receivers live on 127.0.0.1, allowed by setting. */
+const env = (more: Record<string, string> = {}) => ({
+  ASSAY_CLAMD: clamd.socket,
+  ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+  ASSAY_CALLBACK_RETRY_BASE_MS: '100',
+  ...more,
+});
+
+/** `count` metadata entries of `size` copies of `char`. */
+function metadata(count: number, size: number, char: string): Record<string, string> {
+  return Object.fromEntries(
+    Array.from({ length: count }, (_, i) => [`metadata[k${i}]`, char.repeat(size)]),
+  );
+}
+
+function upload(svc: TestService, content: string, fields: Record<string, string>) {
+  return fetch(`${svc.url}/v2.2/files`, {
+    method: 'POST',
+    headers: { authorization: svc.auth },
+    body: uploadForm(content, fields),
+  });
+}
+
+describe('callback limits', () => {
+  test('a callback body is capped by the metadata as sent (JSON), not as received', async (t) => {
+    const svc = await buildService(t, env());
+    const receiver = await startLocalServer((_request, response) => response.end());
+    t.after(() => receiver.close());
+    const callback = `${receiver.url}/hook`;
+
+    // 200 KB of control characters is 1.2 MB as JSON (each one is \u0001): refused at once.
+    const escaped = metadata(4, 50_000, '\u0001');
+    const refused = await upload(svc, 'escaped', { ...escaped, callback });
+    assert.equal(refused.status, 400);
+    assert.match(
+      ((await refused.json()) as { error: string }).error,
+      /metadata takes \d+ bytes as JSON; with a callback .* limited to 1048576 bytes/,
+    );
+    const viaFetch = await fetch(`${svc.url}/v2.2/files/fetch`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: new URLSearchParams({ location: `${receiver.url}/x`, callback, ...escaped }),
+    });
+    assert.equal(viaFetch.status, 400, 'the fetch route applies the same limit');
+    // Without a callback nothing is sent, so the same metadata is taken.
+    assert.equal((await upload(svc, 'escaped', escaped)).status, 201);
+
+    // 900 KB of plain letters is 900 KB as JSON: within the limit, and delivered whole.
+    const accepted = await upload(svc, 'plain', { ...metadata(15, 60_000, 'a'), callback });
+    assert.equal(accepted.status, 201);
+    const result = await accepted.text();
+    const [delivered] = await receiver.waitFor(1, 10_000);
+    assert.equal(delivered?.body.toString(), result);
+    assert.ok((delivered?.body.length ?? 0) <= 1024 * 1024);
+    await sleep(300);
+    assert.equal(receiver.requests.length, 1, 'nothing was sent for the refused submissions');
+  });
+
+  test('a result whose callback body would still pass the cap is recorded, its callback not sent', async (t) => {
+    // Not reachable through the API's limits (the submission check leaves room for the rest of
+    // a result): the recorder's own guard, with the service's store and a real receiver.
+    const svc = await buildService(t, env());
+    const receiver = await startLocalServer((_request, response) => response.end());
+    t.after(() => receiver.close());
+    const id = newId();
+    const recorded = await new ResultRecorder(svc.store, () => {}).complete({
+      file: {
+        id,
+        accountId: svc.accountId,
+        apiKeyId: svc.keyId,
+        checksum: null,
+        sha256: null,
+        contentLength: null,
+        contentType: null,
+        findings: null,
+        metadata: { big: 'x'.repeat(1024 * 1024) },
+        callback: `${receiver.url}/hook?secret=1`,
+        error: 'download failed',
+        creationDate: new Date().toISOString(),
+      },
+      version: 'v2.2',
+      legacy: null,
+      events: [],
+    });
+    assert.equal(recorded, true);
+    assert.equal((await svc.store.callbacks.listForFile(id)).length, 0, 'nothing queued');
+    const messages = await traceMessages(svc.url, svc.auth, id);
+    assert.ok(
+      messages.some((m) =>
+        /^callback to http:\/\/127\.0\.0\.1:\d+\/hook\?… not sent: its body of \d+ bytes is over the limit of 1048576$/.test(
+          m,
+        ),
+      ),
+      messages.join(' | '),
+    );
+    const read = await fetch(`${svc.url}/v2.2/files/${id}`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(read.status, 200, 'the result itself is recorded');
+  });
+
+  test('deliveries to one destination run at most ASSAY_CALLBACK_DESTINATION_CONCURRENCY at once; others are not held', async (t) => {
+    const svc = await buildService(t, env({ ASSAY_CALLBACK_DESTINATION_CONCURRENCY: '2' }));
+    let current = 0;
+    let most = 0;
+    const slow = await startLocalServer(async (_request, response) => {
+      current += 1;
+      most = Math.max(most, current);
+      await sleep(300);
+      current -= 1;
+      response.end();
+    });
+    const fast = await startLocalServer((_request, response) => response.end());
+    t.after(async () => {
+      await slow.close();
+      await fast.close();
+    });
+    const uploads = Array.from({ length: 10 }, (_, i) =>
+      upload(svc, `slow ${i}`, { callback: `${slow.url}/hook/${i}?q=${i}` }),
+    );
+    for (const response of await Promise.all(uploads)) assert.equal(response.status, 201);
+    // 10 deliveries, 2 at a time, 300 ms each: the slow receiver is busy for 1.5 s.
+    assert.equal((await upload(svc, 'fast', { callback: `${fast.url}/hook` })).status, 201);
+    const started = Date.now();
+    await fast.waitFor(1, 5_000);
+    const fastDelay = Date.now() - started;
+    await slow.waitFor(10, 15_000);
+    assert.equal(most, 2, `at most 2 in flight to one destination (saw ${most})`);
+    assert.ok(fastDelay < 1_000, `another destination is not held back (${fastDelay} ms)`);
+  });
+
+  test('a destination that keeps failing is backed off as a whole, without using up the attempts of its deliveries', async (t) => {
+    const svc = await buildService(t, env());
+    let healthy = false;
+    const receiver = await startLocalServer((_request, response) => {
+      response.writeHead(healthy ? 200 : 503);
+      response.end();
+    });
+    t.after(() => receiver.close());
+    const deliveries = 20;
+    const uploads = Array.from({ length: deliveries }, (_, i) =>
+      upload(svc, `item ${i}`, { callback: `${receiver.url}/hook/${i}` }),
+    );
+    const ids: string[] = [];
+    for (const response of await Promise.all(uploads)) {
+      assert.equal(response.status, 201);
+      ids.push(((await response.json()) as { id: string }).id);
+    }
+    await sleep(3_000);
+    // Retried one by one (100 ms, doubling), 20 deliveries would make ~6 attempts each in 3 s.
+    const whileFailing = receiver.requests.length;
+    t.diagnostic(`${whileFailing} attempts reached the failing destination in 3 s`);
+    assert.ok(whileFailing < 40, `${whileFailing} attempts reached the failing destination in 3 s`);
+
+    healthy = true;
+    const deadline = Date.now() + 15_000;
+    const delivered = () => new Set(receiver.requests.slice(whileFailing).map((r) => r.url));
+    while (delivered().size < deliveries && Date.now() < deadline) await sleep(100);
+    assert.equal(delivered().size, deliveries, 'every delivery arrives once the receiver is back');
+    const attemptNumbers = receiver.requests
+      .slice(whileFailing)
+      .map((r) => Number(r.headers['x-assay-attempt']));
+    t.diagnostic(`attempt numbers once it was back: ${attemptNumbers.join(', ')}`);
+    const early = attemptNumbers.filter((n) => n <= 2).length;
+    assert.ok(
+      early >= deliveries - 5,
+      `held-back deliveries kept their attempts: ${attemptNumbers.join(', ')}`,
+    );
+    const held = (await Promise.all(ids.map((id) => traceMessages(svc.url, svc.auth, id)))).flat();
+    assert.ok(
+      held.some((m) => /HTTP 503; next attempt at .* \(its destination keeps failing\)/.test(m)),
+      held.join(' | '),
+    );
+  });
+});
