@@ -14,6 +14,7 @@ import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
+import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
 
@@ -137,7 +138,17 @@ export async function startService(
       logger.child({ component: 'jobs' }),
     );
     const app = await buildApp(
-      { config, store, accounts, processor, clamd, spool, jobs, outbound },
+      {
+        config,
+        store,
+        accounts,
+        processor,
+        clamd,
+        spool,
+        jobs,
+        outbound,
+        syncScans: new SyncScanLimit(config.syncConcurrency),
+      },
       logger,
     );
     const url = await app.listen({ host: config.host, port: config.port });
