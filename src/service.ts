@@ -7,6 +7,7 @@ import { ContentTypeDetector } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
+import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
@@ -37,6 +38,16 @@ export function createLogger(config: Config, destination?: DestinationStream): L
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', '*.secret', 'secret'],
       censor: '[redacted]',
+    },
+    // Token ids are credentials inside URLs: requests, errors and messages lose them.
+    serializers: { req: requestForLog, err: errorForLog },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(
+          this,
+          args.map((arg) => (typeof arg === 'string' ? redactText(arg) : arg)) as typeof args,
+        );
+      },
     },
   };
   return destination === undefined ? pino(options) : pino(options, destination);
