@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { authentication } from './plugins/authentication.js';
+import { untrustedProxyWarning } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
 import { responseHeaders } from './plugins/response-headers.js';
@@ -49,6 +50,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   await app.register(errorHandler);
   await app.register(requestTimeouts);
   await app.register(responseHeaders);
+  await app.register(untrustedProxyWarning);
   await app.register(authentication);
   await app.register(syncScanLimit);
   await app.register(health);

@@ -1,24 +1,10 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
-
-/** The service's real logger, writing into memory. */
-function capturedLogger(level = 'debug') {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger(loadConfig({ ASSAY_LOG_LEVEL: level }), sink) };
-}
 
 describe('logs', () => {
   test('JSON lines with the request id; never a secret or an Authorization header', async (t) => {
