@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { uploadForm } from '../helpers/content.js';
 import { capturedLogger } from '../helpers/logs.js';
-import { basic, buildService, useSharedClamd } from '../helpers/service.js';
+import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 
@@ -59,6 +59,22 @@ describe('readiness', () => {
     assert.equal(engine.category, 'MALWARE');
     assert.ok('signatures_version' in engine && 'signatures_age_seconds' in engine);
     assert.match(String(engine.own_signatures_version), /^sha256:[0-9a-f]{16}$/);
+    assert.equal(JSON.stringify(body).includes(svc.dataDir), false, 'no data directory');
+    assert.equal(JSON.stringify(body).includes(clamd.socket), false, 'no socket path');
+  });
+
+  test('not ready says which part fails, never a path', async (t) => {
+    const socket = `${tempDir('assay-no-clamd-')}/clamd.sock`;
+    const svc = await buildService(t, { ASSAY_CLAMD: socket });
+    const response = await fetch(`${svc.url}/health/ready`);
+    assert.equal(response.status, 503);
+    const text = await response.text();
+    const body = JSON.parse(text) as { status: string; problems: string[] };
+    assert.equal(body.status, 'not ready');
+    assert.deepEqual(body.problems, ['clamav: not answering (ENOENT)']);
+    for (const path of [socket, svc.dataDir, '/tmp/']) {
+      assert.equal(text.includes(path), false, `${path} in ${text}`);
+    }
   });
 });
 
