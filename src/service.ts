@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
+import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
@@ -94,13 +95,16 @@ export async function startService(
   let managedClamd: ManagedClamd | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
+  const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
   const release = async () => {
+    await tokenPurge.stop();
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
     await store.close();
   };
   try {
+    await tokenPurge.start();
     managedClamd = await startClamd(config, logger);
     const clamd = new ClamdClient(
       managedClamd?.address ??
