@@ -55,13 +55,15 @@ export function requestForLog(request: FastifyRequest) {
  * pino's error serializer, with token paths out of the message and stack, and without the raw
  * bytes of a request Node could not parse (they hold its request line and headers).
  */
-export function errorForLog(error: Error): Record<string, unknown> {
+export function errorForLog(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
   const { rawPacket: _raw, ...serialized } = stdSerializers.err(error) as ReturnType<
     typeof stdSerializers.err
   > & { rawPacket?: unknown };
+  const redacted = (text: unknown) => (typeof text === 'string' ? redactText(text) : text);
   return {
     ...serialized,
-    message: redactText(serialized.message),
-    stack: redactText(serialized.stack),
+    message: redacted(serialized.message),
+    stack: redacted(serialized.stack),
   };
 }
