@@ -54,6 +54,12 @@ export interface Config {
   legacyBaseUrl: string | null;
   /** Callback deliveries in flight to one destination (scheme://host:port) at most. */
   callbackDestinationConcurrency: number;
+  /** The longest a client may take to send a whole request (headers and body). */
+  requestTimeoutMs: number;
+  /** The longest a client may send nothing while the service waits for its request body. */
+  requestIdleTimeoutMs: number;
+  /** Synchronous scans (v2.x POST /files, v1.0 POST /api/scan/) at once; beyond it, 503. */
+  syncConcurrency: number;
 }
 
 export interface RateLimitSetting {
@@ -123,6 +129,18 @@ export const SETTINGS = {
   ASSAY_CALLBACK_DESTINATION_CONCURRENCY: {
     default: '4',
     doc: 'Callbacks in flight to one destination (scheme, host and port) at most.',
+  },
+  ASSAY_REQUEST_TIMEOUT: {
+    default: '300',
+    doc: 'Seconds a client may take to send a whole request; then 408 and the connection closes.',
+  },
+  ASSAY_REQUEST_IDLE_TIMEOUT: {
+    default: '30',
+    doc: 'Seconds a client may send nothing while its request body is awaited.',
+  },
+  ASSAY_SYNC_CONCURRENCY: {
+    default: '16',
+    doc: 'Synchronous scans at once; beyond it 503 with Retry-After, before the body is read.',
   },
 } as const;
 
@@ -316,6 +334,9 @@ export function loadConfig(env: Env = process.env): Config {
     legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
     legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),
     callbackDestinationConcurrency: integer(env, 'ASSAY_CALLBACK_DESTINATION_CONCURRENCY', 1, 64),
+    requestTimeoutMs: integer(env, 'ASSAY_REQUEST_TIMEOUT', 1, 86_400) * 1000,
+    requestIdleTimeoutMs: integer(env, 'ASSAY_REQUEST_IDLE_TIMEOUT', 1, 86_400) * 1000,
+    syncConcurrency: integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

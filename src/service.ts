@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
+import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
@@ -7,6 +8,7 @@ import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-t
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
+import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
@@ -14,6 +16,7 @@ import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
+import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
 
@@ -38,6 +41,16 @@ export function createLogger(config: Config, destination?: DestinationStream): L
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', '*.secret', 'secret'],
       censor: '[redacted]',
+    },
+    // Token ids are credentials inside URLs: requests, errors and messages lose them.
+    serializers: { req: requestForLog, err: errorForLog },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(
+          this,
+          args.map((arg) => (typeof arg === 'string' ? redactText(arg) : arg)) as typeof args,
+        );
+      },
     },
   };
   return destination === undefined ? pino(options) : pino(options, destination);
@@ -90,13 +103,16 @@ export async function startService(
   let managedClamd: ManagedClamd | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
+  const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
   const release = async () => {
+    await tokenPurge.stop();
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
     await store.close();
   };
   try {
+    await tokenPurge.start();
     managedClamd = await startClamd(config, logger);
     const clamd = new ClamdClient(
       managedClamd?.address ??
@@ -149,7 +165,17 @@ export async function startService(
       logger.child({ component: 'jobs' }),
     );
     const app = await buildApp(
-      { config, store, accounts, processor, clamd, spool, jobs, outbound },
+      {
+        config,
+        store,
+        accounts,
+        processor,
+        clamd,
+        spool,
+        jobs,
+        outbound,
+        syncScans: new SyncScanLimit(config.syncConcurrency),
+      },
       logger,
     );
     const url = await app.listen({ host: config.host, port: config.port });

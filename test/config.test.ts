@@ -18,6 +18,9 @@ describe('configuration from ASSAY_* variables', () => {
     assert.ok(config.dataDir.endsWith('/data'));
     assert.equal(config.legacyMaxPostSize, 100 * 1024 * 1024);
     assert.equal(config.legacyBaseUrl, null);
+    assert.equal(config.requestTimeoutMs, 300_000);
+    assert.equal(config.requestIdleTimeoutMs, 30_000);
+    assert.equal(config.syncConcurrency, 16);
   });
 
   test('valid values are taken', () => {
@@ -63,6 +66,9 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_LEGACY_MAX_POST_SIZE', 'big'],
     ['ASSAY_LEGACY_BASE_URL', '/api'],
     ['ASSAY_LEGACY_BASE_URL', 'https://legacy.example.com/?q=1'],
+    ['ASSAY_REQUEST_TIMEOUT', '0'],
+    ['ASSAY_REQUEST_IDLE_TIMEOUT', 'soon'],
+    ['ASSAY_SYNC_CONCURRENCY', '0'],
   ];
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {

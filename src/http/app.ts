@@ -2,8 +2,11 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { authentication } from './plugins/authentication.js';
+import { untrustedProxyWarning } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
+import { requestTimeouts } from './plugins/request-timeouts.js';
 import { responseHeaders } from './plugins/response-headers.js';
+import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
@@ -45,8 +48,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   await app.register(errorHandler);
+  await app.register(requestTimeouts);
   await app.register(responseHeaders);
+  await app.register(untrustedProxyWarning);
   await app.register(authentication);
+  await app.register(syncScanLimit);
   await app.register(health);
   await app.register(staticSamples);
   await app.register(descriptor, { versions: API_VERSIONS });

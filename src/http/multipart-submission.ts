@@ -4,6 +4,7 @@ import {
   MAX_CALLBACK_METADATA_BYTES,
 } from '../processing/result-recorder.js';
 import { HttpError } from './http-error.js';
+import { fromClient } from './request-body.js';
 
 /** Bytes a multipart body may carry beyond the file itself: boundaries, headers, text fields. */
 export const MULTIPART_OVERHEAD = 1024 * 1024;
@@ -120,6 +121,8 @@ export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number)
   }
 }
 
+const MALFORMED = 'malformed multipart body';
+
 /**
  * Walks a multipart upload: text fields are collected, the one `file` part is handed to `onFile`
  * as it streams (fields may come before or after it), other file parts are skipped unread.
@@ -132,14 +135,17 @@ export async function readUploadForm<T>(
   checkUploadHeaders(request, options.maxFileSize);
   const collector = new FieldCollector(options.acceptMetadata, options.acceptLocation);
   let file: { value: T } | null = null;
-  const parts = request.parts({
-    // One byte over the limit reaches the consumer, which refuses it with 413.
-    limits: {
-      fileSize: options.maxFileSize + 1,
-      fieldSize: MAX_FIELD_BYTES,
-      fields: MAX_METADATA_ENTRIES + 10,
-    },
-  });
+  const parts = fromClient(
+    request.parts({
+      // One byte over the limit reaches the consumer, which refuses it with 413.
+      limits: {
+        fileSize: options.maxFileSize + 1,
+        fieldSize: MAX_FIELD_BYTES,
+        fields: MAX_METADATA_ENTRIES + 10,
+      },
+    }),
+    MALFORMED,
+  );
   for await (const part of parts) {
     if (part.type === 'field') {
       collector.add(part.fieldname, String(part.value), part.valueTruncated);
@@ -148,7 +154,7 @@ export async function readUploadForm<T>(
     } else if (file !== null) {
       throw new HttpError(400, 'send exactly one part named file');
     } else {
-      file = { value: await onFile(part.file) };
+      file = { value: await onFile(fromClient<Buffer>(part.file, MALFORMED)) };
     }
   }
   if (file !== null && collector.fields.location !== null) {

@@ -4,6 +4,7 @@ import type { ClamdClient } from '../engines/clamav/clamd-client.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { JobRunner } from '../processing/job-runner.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 
@@ -17,6 +18,8 @@ export interface Services {
   spool: Spool;
   jobs: JobRunner;
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
+  /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
+  syncScans: SyncScanLimit;
 }
 
 declare module 'fastify' {

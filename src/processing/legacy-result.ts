@@ -100,12 +100,28 @@ function toXml(result: LegacyResult): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<response>${children.join('')}</response>\n`;
 }
 
-/** Block YAML; scalars double-quoted in JSON syntax, which YAML reads as the same strings. */
+/**
+ * What YAML may not carry raw even in a quoted scalar: DEL and the C1 controls (not printable in
+ * YAML; a strict parser refuses them), the line and paragraph separators (line breaks to a YAML
+ * 1.1 parser, which would fold them away), the byte order mark and the two non-characters.
+ * JSON.stringify leaves them raw; YAML's \u escape is the same as JSON's.
+ */
+const YAML_UNPRINTABLE = /[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g;
+
+/** A double-quoted YAML scalar: JSON's syntax, which YAML reads as the same string. */
+function yamlString(value: string): string {
+  return JSON.stringify(value).replace(
+    YAML_UNPRINTABLE,
+    (char) => `\\u${(char.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** Block YAML; every scalar double-quoted. */
 function toYaml(result: LegacyResult): string {
   const lines = Object.entries(result).flatMap(([name, value]: [string, string | string[]]) =>
     Array.isArray(value)
-      ? [`${name}:`, ...value.map((item) => `  - ${JSON.stringify(item)}`)]
-      : [`${name}: ${JSON.stringify(value)}`],
+      ? [`${name}:`, ...value.map((item) => `  - ${yamlString(item)}`)]
+      : [`${name}: ${yamlString(value)}`],
   );
   return `${lines.join('\n')}\n`;
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { uploadForm } from '../helpers/content.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -129,6 +131,54 @@ describe('bad input gets a clear error', () => {
       body: uploadForm('x', { callback: 'ftp://example.com/x' }),
     });
     assert.match(await assertError(badCallback, 400), /callback/);
+  });
+});
+
+describe("server failures are not the client's", () => {
+  test('a store write that fails during an upload is a logged 500, never a 400', async (t) => {
+    const log = capturedLogger('info');
+    const svc = await buildService(t, env(), log.logger);
+    // A deliberately failing store: its error reads like SQLite's for a corrupt database, whose
+    // words ("malformed") once made the error handler blame the client's multipart body.
+    for (const table of ['files', 'jobs']) {
+      await sql
+        .raw(
+          `CREATE TRIGGER fail_${table} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'database disk image is malformed'); END`,
+        )
+        .execute(svc.store.db);
+    }
+    const uploads: Array<[string, () => RequestInit]> = [
+      ['/v2.2/files', () => ({ body: uploadForm('sync') })],
+      ['/v2.2/files/async', () => ({ body: uploadForm('async') })],
+      ['/api/scan/', () => ({ body: 'v1.0 sync' })],
+      ['/api/scan/async', () => ({ body: 'v1.0 async' })],
+    ];
+    for (const [path, init] of uploads) {
+      const response = await fetch(`${svc.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: svc.auth },
+        ...init(),
+      });
+      const text = await response.text();
+      assert.equal(response.status, 500, `${path}: ${text}`);
+      assert.doesNotMatch(text, /multipart|malformed/, 'no detail of the failure');
+      const requestId = response.headers.get('x-service-request-id');
+      const logged = log
+        .records()
+        .find((record) => record.reqId === requestId && Number(record.level) >= 50);
+      assert.ok(logged, `${path}: the failure is logged at error level with the request id`);
+      assert.match(JSON.stringify(logged.err), /database disk image is malformed/);
+    }
+    // A body that really is malformed is still the client's.
+    const body = '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nhello';
+    const answer = await rawRequest(
+      Number(new URL(svc.url).port),
+      `POST /v2.2/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${svc.auth}\r\n` +
+        `Content-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: ${body.length}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+    assert.match(answer, /^HTTP\/1\.1 400 /, answer);
+    assert.match(answer, /"error":"malformed multipart body: /);
   });
 });
 

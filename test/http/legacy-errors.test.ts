@@ -149,6 +149,23 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
     );
   });
 
+  test('YAML escapes DEL, C1 controls and line separators; the reason reads back unchanged', async (t) => {
+    const svc = await buildService(t, env());
+    // The status path echoes the request id it could not find: any characters the client chose.
+    const chosen = 'a\u007fb\u0080c\u0085d\u009fe\u2028f\u2029g\ufeffh\u00a0i\u00e9j\u0009k';
+    const answer = await legacyRequest(`${svc.url}/api/scan/status/${encodeURIComponent(chosen)}`, {
+      headers: { authorization: svc.auth },
+      format: 'yaml',
+    });
+    assert.equal(answer.status, 404);
+    assert.doesNotMatch(
+      answer.text,
+      /[\u007f-\u009f\u2028\u2029\ufeff]/,
+      'no raw character YAML cannot carry',
+    );
+    assert.equal(answer.body.reason, `no scan with request_id ${chosen}`, 'the round trip');
+  });
+
   test('500 for an internal failure, without its details', async (t) => {
     const svc = await buildService(t, env());
     const scanned = await legacyRequest(`${svc.url}/api/scan/`, scanWith(svc.auth)());

@@ -1,24 +1,10 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
-import { basic, buildService, useSharedClamd } from '../helpers/service.js';
+import { capturedLogger } from '../helpers/logs.js';
+import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
-
-/** The service's real logger, writing into memory. */
-function capturedLogger() {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger(loadConfig({ ASSAY_LOG_LEVEL: 'debug' }), sink) };
-}
 
 describe('logs', () => {
   test('JSON lines with the request id; never a secret or an Authorization header', async (t) => {
@@ -73,5 +59,63 @@ describe('readiness', () => {
     assert.equal(engine.category, 'MALWARE');
     assert.ok('signatures_version' in engine && 'signatures_age_seconds' in engine);
     assert.match(String(engine.own_signatures_version), /^sha256:[0-9a-f]{16}$/);
+    assert.equal(JSON.stringify(body).includes(svc.dataDir), false, 'no data directory');
+    assert.equal(JSON.stringify(body).includes(clamd.socket), false, 'no socket path');
+  });
+
+  test('not ready says which part fails, never a path', async (t) => {
+    const socket = `${tempDir('assay-no-clamd-')}/clamd.sock`;
+    const svc = await buildService(t, { ASSAY_CLAMD: socket });
+    const response = await fetch(`${svc.url}/health/ready`);
+    assert.equal(response.status, 503);
+    const text = await response.text();
+    const body = JSON.parse(text) as { status: string; problems: string[] };
+    assert.equal(body.status, 'not ready');
+    assert.deepEqual(body.problems, ['clamav: not answering (ENOENT)']);
+    for (const path of [socket, svc.dataDir, '/tmp/']) {
+      assert.equal(text.includes(path), false, `${path} in ${text}`);
+    }
+  });
+});
+
+describe('token ids are credentials', () => {
+  test('a token id never reaches the log: not from its URL, its use, nor an error', async (t) => {
+    const { lines, logger } = capturedLogger('trace');
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket }, logger);
+    const created = await fetch(`${svc.url}/v2.2/auth/tokens`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(created.status, 201);
+    const { id } = (await created.json()) as { id: string };
+    const asToken = { authorization: basic(id, '') };
+    const asKey = { authorization: svc.auth };
+    const requests: Array<[string, string, Record<string, string>, number]> = [
+      ['GET', `/v2.2/auth/tokens/${id}`, asKey, 200],
+      // Spellings that still name the token: encoded, another case, a query, a path below it.
+      ['GET', `/v2.2/auth/%74okens/${id}`, asKey, 200],
+      ['GET', `/v2.2/auth/tokens/${id}?x=1`, asKey, 200],
+      ['GET', `/v2.2/AUTH/Tokens/${id}`, asKey, 404],
+      ['GET', `/v2.2/auth/tokens/${id}/more`, asKey, 404],
+      ['GET', `/v2.1/auth/tokens/${id.slice(0, 16)}%${id.slice(16, 18)}${id.slice(18)}`, asKey, 0],
+      ['GET', '/v2.2/ping', asToken, 200],
+      ['POST', '/v2.2/files', asToken, 201],
+      ['DELETE', `/v2.2/auth/tokens/${id}`, asKey, 204],
+      ['GET', `/v2.2/auth/tokens/${id}`, asKey, 404],
+      ['GET', '/v2.2/ping', asToken, 401],
+    ];
+    for (const [method, path, headers, status] of requests) {
+      const response = await fetch(`${svc.url}${path}`, {
+        method,
+        headers,
+        body: method === 'POST' ? uploadForm('hello') : undefined,
+      });
+      await response.arrayBuffer();
+      if (status !== 0) assert.equal(response.status, status, `${method} ${path}`);
+    }
+    const all = lines.join('\n');
+    assert.match(all, /"url":"\/v2\.2\/auth\/tokens\/\[redacted\]"/, 'requests are logged');
+    assert.equal(all.includes(id), false, 'the token id reached the log');
+    assert.equal(all.includes(id.slice(0, 16)), false, 'part of the token id reached the log');
   });
 });

@@ -1,6 +1,7 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -154,5 +155,56 @@ describe('failed authentication per client address', () => {
     assert.equal((await ping(proxied.url, wrong, from('203.0.113.1'))).status, 401);
     assert.equal((await ping(proxied.url, wrong, from('203.0.113.1'))).status, 429);
     assert.equal((await ping(proxied.url, wrong, from('203.0.113.2'))).status, 401);
+  });
+
+  test('an IPv6 client is its /64; an IPv4-mapped address is its IPv4 address', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_AUTH_FAIL_RATE: SLOW,
+      ASSAY_AUTH_FAIL_BURST: '1',
+      ASSAY_TRUST_PROXY: '127.0.0.1',
+    });
+    const wrong = basic('nobody', 'x');
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const outcomes: Array<[string, number]> = [
+      ['2001:db8:1:2::a', 401],
+      // The same /64, however written: one client choosing another interface id.
+      ['2001:db8:1:2:ffff:ffff:ffff:ffff', 429],
+      ['2001:0DB8:0001:0002::b', 429],
+      // The neighbouring /64 is another client.
+      ['2001:db8:1:3::a', 401],
+      ['198.51.100.7', 401],
+      ['::ffff:198.51.100.7', 429],
+      ['::ffff:c633:6408', 401], // 198.51.100.8
+      ['198.51.100.8', 429],
+    ];
+    for (const [address, status] of outcomes) {
+      assert.equal((await ping(svc.url, wrong, from(address))).status, status, address);
+    }
+  });
+
+  test('proxy headers without ASSAY_TRUST_PROXY: a warning, once, in the log', async (t) => {
+    const untrusted = capturedLogger('info');
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket }, untrusted.logger);
+    await ping(svc.url, svc.auth);
+    await ping(svc.url, svc.auth, { 'x-forwarded-for': '203.0.113.1' });
+    await ping(svc.url, svc.auth, { forwarded: 'for=203.0.113.2' });
+    await ping(svc.url, null, { 'x-forwarded-for': '203.0.113.3' });
+    const warnings = (log: ReturnType<typeof capturedLogger>) =>
+      log.records().filter((record) => /ASSAY_TRUST_PROXY/.test(String(record.msg)));
+    const [warning, ...more] = warnings(untrusted);
+    assert.ok(warning, 'a warning names ASSAY_TRUST_PROXY');
+    assert.equal(warning.level, 40);
+    assert.match(String(warning.msg), /lock out/);
+    assert.equal(more.length, 0, 'said once, not per request');
+
+    const trusted = capturedLogger('info');
+    const proxied = await buildService(
+      t,
+      { ASSAY_CLAMD: clamd.socket, ASSAY_TRUST_PROXY: '127.0.0.1' },
+      trusted.logger,
+    );
+    await ping(proxied.url, proxied.auth, { 'x-forwarded-for': '203.0.113.1' });
+    assert.deepEqual(warnings(trusted), []);
   });
 });

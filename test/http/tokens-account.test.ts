@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { newId } from '../../src/accounts/credentials.js';
+import { loadConfig } from '../../src/config.js';
 import { eicar } from '../../src/engines/test-content.js';
+import { startService } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -144,6 +148,42 @@ describe('temporary tokens', () => {
       });
       assert.equal(response.status, 401);
       assert.match(response.headers.get('www-authenticate') ?? '', /^Basic/);
+    }
+  });
+
+  test('expired tokens are deleted at start (with a log line); live ones stay', async (t) => {
+    const svc = await buildService(t, env());
+    const { body: live } = await createToken(svc.url, svc.auth, '3600');
+    const hourAgo = Date.now() - 3_600_000;
+    const expired = {
+      id: newId(),
+      accountId: svc.accountId,
+      apiKeyId: svc.keyId,
+      creationDate: new Date(hourAgo - 300_000).toISOString(),
+      expirationDate: new Date(hourAgo).toISOString(),
+    };
+    await svc.store.tokens.insert(expired);
+    await svc.service.stop();
+
+    const log = capturedLogger('info');
+    const restarted = await startService(
+      loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: svc.dataDir, ...env() }),
+      log.logger,
+    );
+    try {
+      assert.equal(await svc.store.tokens.find(expired.id), null, 'the expired token is gone');
+      const deleted = log.records().find((record) => record.msg === 'expired tokens deleted');
+      assert.equal(deleted?.removed, 1);
+      const read = await fetch(`${restarted.url}/v2.2/auth/tokens/${live.id}`, {
+        headers: { authorization: svc.auth },
+      });
+      assert.equal(read.status, 200, 'the live token stays');
+      const ping = await fetch(`${restarted.url}/v2.2/ping`, {
+        headers: { authorization: tokenAuth(live.id ?? '') },
+      });
+      assert.equal(ping.status, 200);
+    } finally {
+      await restarted.stop();
     }
   });
 

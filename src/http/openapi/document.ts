@@ -101,8 +101,9 @@ export function buildDescriptor(options: DescriptorOptions): OpenApiDocument {
         },
         EngineUnavailable: {
           description:
-            'An engine could not scan the content; nothing was processed and nothing is reported ' +
-            'clean. Try again after `Retry-After` seconds.',
+            'An engine could not scan the content, or the service is already running as many ' +
+            'synchronous scans as it may; nothing was processed and nothing is reported clean. ' +
+            'Try again after `Retry-After` seconds.',
           headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         },

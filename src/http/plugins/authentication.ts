@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Principal } from '../../accounts/account-service.js';
 import { type RateDecision, TokenBuckets } from '../../accounts/rate-limiter.js';
 import { HttpError } from '../http-error.js';
+import { failureBucketOf } from './client-address.js';
 
 const CHALLENGE = { 'www-authenticate': 'Basic realm="Assay", charset="UTF-8"' };
 
@@ -25,7 +26,8 @@ export function parseBasic(header: string | undefined): { user: string; password
  * Decorates requests with `principal` and provides `authenticate`, the onRequest hook of every
  * protected scope: it runs before any body is read, so an unauthenticated or rate-limited upload
  * costs nothing. Each key has a token bucket (a token draws on its key's); failed attempts draw on
- * a bucket of the client's address, checked before the credentials so guessing cannot go fast.
+ * a bucket of the client's address (its /64 for IPv6), checked before the credentials so guessing
+ * cannot go fast.
  */
 export const authentication = fp(async (app: FastifyInstance) => {
   const { rateLimit, authFailureLimit } = app.services.config;
@@ -36,7 +38,8 @@ export const authentication = fp(async (app: FastifyInstance) => {
   app.decorate(
     'authenticate',
     async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      const failures = failureBuckets.peek(request.ip, authFailureLimit);
+      const client = failureBucketOf(request.ip);
+      const failures = failureBuckets.peek(client, authFailureLimit);
       if (!failures.allowed) {
         throw tooManyRequests(failures, 'too many failed authentications from this address');
       }
@@ -47,7 +50,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
           : await app.services.accounts.authenticate(credentials.user, credentials.password);
       if (principal === null) {
         // A request without credentials is a client asking for the challenge, not a guess.
-        if (credentials !== null) failureBuckets.take(request.ip, authFailureLimit);
+        if (credentials !== null) failureBuckets.take(client, authFailureLimit);
         throw unauthorized(
           credentials === null
             ? 'authentication required: HTTP Basic with an API key and secret'

@@ -32,13 +32,12 @@ function classify(error: FastifyError | Error): ClientError | null {
   if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return { statusCode: 400, message: 'the request must be multipart/form-data' };
   }
+  // Fastify's and @fastify/multipart's client errors carry their status. A body that could not be
+  // read is an HttpError already (see request-body.ts): messages are never matched, so a server
+  // failure whose text says "malformed" (a corrupt database) stays a 500.
   const statusCode = (error as FastifyError).statusCode;
   if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
     return { statusCode, message: error.message };
-  }
-  // busboy's complaints about broken multipart bodies carry no status code.
-  if (/multipart|boundary|part terminated|unexpected end of form|malformed/i.test(error.message)) {
-    return { statusCode: 400, message: `malformed multipart body: ${error.message}` };
   }
   return null;
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Config } from '../../config.js';
 
 /**
  * CORS for pages on any origin. A page's script sees only the response headers listed as exposed,
@@ -25,21 +26,29 @@ function corsHeaders(hostIdHeader: string, requestIdHeader: string): Record<stri
 }
 
 /**
+ * The headers every answer carries besides `X-Runtime`: CORS, the host id and the request id. Also
+ * for answers written outside Fastify's reply (a connection closed for a timeout).
+ */
+export function serviceHeaders(
+  config: Pick<Config, 'headerBrand' | 'hostId'>,
+): (requestId: string) => Record<string, string> {
+  const brand = config.headerBrand.toLowerCase();
+  const hostIdHeader = `x-${brand}-host-id`;
+  const requestIdHeader = `x-${brand}-request-id`;
+  const fixed = { ...corsHeaders(hostIdHeader, requestIdHeader), [hostIdHeader]: config.hostId };
+  return (requestId) => ({ ...fixed, [requestIdHeader]: requestId });
+}
+
+/**
  * Headers every response carries, errors and 404s included: runtime, host and request ids, CORS,
  * and `Content-Type: application/json` exactly (one client reads errors only on an exact match).
  */
 export const responseHeaders = fp(async (app: FastifyInstance) => {
-  const brand = app.services.config.headerBrand;
-  const hostIdHeader = `x-${brand.toLowerCase()}-host-id`;
-  const requestIdHeader = `x-${brand.toLowerCase()}-request-id`;
-  const hostId = app.services.config.hostId;
-  const cors = corsHeaders(hostIdHeader, requestIdHeader);
+  const headersFor = serviceHeaders(app.services.config);
 
   app.addHook('onSend', async (request, reply, payload) => {
-    reply.headers(cors);
+    reply.headers(headersFor(request.id));
     reply.header('x-runtime', `${Math.round(reply.elapsedTime)}ms`);
-    reply.header(hostIdHeader, hostId);
-    reply.header(requestIdHeader, request.id);
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('application/json')) {
       reply.header('content-type', 'application/json');

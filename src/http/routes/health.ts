@@ -16,7 +16,19 @@ function describeClamav(version: ClamdVersion, ownVersion: string) {
   };
 }
 
-/** Liveness (the process answers) and readiness (the store and the malware engine answer). */
+/** Why a dependency failed, for anyone to read: its system error code at most (ENOENT). */
+function publicReason(reason: unknown): string {
+  const codeOf = (error: unknown) => (error as { code?: unknown } | null)?.code;
+  const code = codeOf(reason) ?? codeOf((reason as { cause?: unknown } | null)?.cause);
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(code)
+    ? `not answering (${code})`
+    : 'not answering';
+}
+
+/**
+ * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
+ * engine's versions). Both are open without credentials, so they name no file, socket or address.
+ */
 export default async function health(app: FastifyInstance) {
   const { store, clamd } = app.services;
   const ownVersion = ownSignaturesVersion();
@@ -25,10 +37,17 @@ export default async function health(app: FastifyInstance) {
 
   app.get('/health/ready', async (request, reply) => {
     const [storeCheck, clamdCheck] = await Promise.allSettled([store.ping(), clamd.version()]);
-    const problems: string[] = [];
-    if (storeCheck.status === 'rejected') problems.push(`store: ${String(storeCheck.reason)}`);
-    if (clamdCheck.status === 'rejected') problems.push(`clamav: ${String(clamdCheck.reason)}`);
-    if (problems.length > 0) request.log.warn({ problems }, 'not ready');
+    const failures: Array<[string, unknown]> = [];
+    if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
+    if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
+    // The log has the whole reason; the answer, open to anyone, names no path or address.
+    const problems = failures.map(([what, reason]) => `${what}: ${publicReason(reason)}`);
+    if (problems.length > 0) {
+      request.log.warn(
+        { problems: failures.map(([what, reason]) => `${what}: ${String(reason)}`) },
+        'not ready',
+      );
+    }
     return reply.code(problems.length === 0 ? 200 : 503).send({
       status: problems.length === 0 ? 'ready' : 'not ready',
       engines:

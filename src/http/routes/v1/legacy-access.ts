@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../../../accounts/account-service.js';
 import { HttpError } from '../../http-error.js';
 import { principalOf } from '../../plugins/authentication.js';
+import { fromClient } from '../../request-body.js';
 
 /** v1.0 predates temporary tokens: they are understood and refused (406), before any body. */
 export async function refuseTokens(request: FastifyRequest): Promise<void> {
@@ -38,5 +39,5 @@ export function refuseDeclaredOversize(request: FastifyRequest, maxBytes: number
 
 /** The raw request body, as it streams in: v1.0 content is the body itself. */
 export function rawBodyOf(request: FastifyRequest): AsyncIterable<Buffer> {
-  return request.raw as AsyncIterable<Buffer>;
+  return fromClient(request.raw as AsyncIterable<Buffer>, 'the request body could not be read');
 }

@@ -15,7 +15,7 @@ export default async function scan(app: FastifyInstance) {
   const { processor, config } = app.services;
   const maxBytes = config.legacyMaxPostSize;
 
-  app.post('/', async (request, reply) => {
+  app.post('/', { config: { syncScan: true } }, async (request, reply) => {
     const args = legacyArguments(request);
     const principal = legacySubmitterOf(request);
     refuseDeclaredOversize(request, maxBytes);

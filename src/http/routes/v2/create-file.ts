@@ -17,7 +17,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
   const { processor, config, outbound } = app.services;
   const { version } = options;
 
-  app.post('/files', async (request, reply) => {
+  app.post('/files', { config: { syncScan: true } }, async (request, reply) => {
     const principal = submitterOf(request);
     const { file: scanned, fields } = await readUploadForm(
       request,

@@ -50,7 +50,7 @@ export default async function tokens(app: FastifyInstance, options: { version: A
     const principal = keyHolderOf(request);
     const token = await store.tokens.find(request.params.id);
     if (token === null || token.accountId !== principal.accountId) {
-      throw new HttpError(404, `no token with id ${request.params.id}`);
+      throw new HttpError(404, 'no such token');
     }
     return renderToken(token);
   });
@@ -58,7 +58,7 @@ export default async function tokens(app: FastifyInstance, options: { version: A
   app.delete<{ Params: { id: string } }>('/auth/tokens/:id', async (request, reply) => {
     const principal = keyHolderOf(request);
     if (!(await store.tokens.delete(principal.accountId, request.params.id))) {
-      throw new HttpError(404, `no token with id ${request.params.id}`);
+      throw new HttpError(404, 'no such token');
     }
     return reply.code(204).send();
   });

@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { canonicalIp } from '../../outbound/address-policy.js';
+
+/** Longest name kept for what is not an IP address (a forwarded header may hold anything). */
+const MAX_OTHER_NAME = 64;
+
+/**
+ * The bucket of failed authentications a client address draws on. An IPv6 client usually holds a
+ * whole /64 (its interface id is its own to choose), so the /64 is one client: per address, one
+ * host could guess from 2^64 of them. IPv4-mapped IPv6 (a dual-stack socket's view of an IPv4
+ * peer) is its IPv4 address, so one client has one bucket whichever way it connects.
+ */
+export function failureBucketOf(ip: string): string {
+  const canonical = canonicalIp(ip);
+  if (canonical === null) return ip.slice(0, MAX_OTHER_NAME);
+  if (!canonical.includes(':')) return canonical;
+  return `${canonical.split(':').slice(0, 4).join(':')}::/64`;
+}
+
+/**
+ * Without ASSAY_TRUST_PROXY, X-Forwarded-For and Forwarded are ignored: behind a proxy every client
+ * then has the proxy's address, and one client's failed authentications lock all of them out.
+ * The first request that carries such a header says so in the log, once per process.
+ */
+export const untrustedProxyWarning = fp(async (app: FastifyInstance) => {
+  if (app.services.config.trustProxy !== false) return;
+  let warned = false;
+  app.addHook('onRequest', async (request) => {
+    if (warned) return;
+    const { headers } = request;
+    if (headers['x-forwarded-for'] === undefined && headers.forwarded === undefined) return;
+    warned = true;
+    request.log.warn(
+      { remoteAddress: request.ip },
+      'a request arrived with X-Forwarded-For or Forwarded, but ASSAY_TRUST_PROXY is not set: ' +
+        'the header is ignored, every client behind that proxy shares its address, and failed ' +
+        'authentications from any of them (ASSAY_AUTH_FAIL_*) lock out all of them; set ' +
+        'ASSAY_TRUST_PROXY to the proxy address (this is said once)',
+    );
+  });
+});
