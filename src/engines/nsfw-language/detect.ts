@@ -181,7 +181,7 @@ class Scan {
   /** A match of a name-like term written as a name, after or before another name, is innocent. */
   private checkName(match: LanguageMatch, previousStart: number, previousEnd: number): void {
     if (!ENGLISH_NAMES.has(match.term) || !isTitlecase(this.text, match.start, match.end)) return;
-    const gap = previousEnd >= 0 ? this.text.slice(previousEnd, match.start) : null;
+    const gap = this.gap(previousEnd, match.start);
     const afterName =
       gap === NAME_GAP || (gap === INITIAL_GAP && previousEnd - previousStart === 1);
     if (afterName && isTitlecase(this.text, previousStart, previousEnd)) {
