@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { NsfwLanguageEngine } from '../../src/engines/nsfw-language/engine.js';
 import { LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
 import { docxWithText, pdfWithText } from '../helpers/documents.js';
+import {
+  evasionCorpus,
+  installedProse,
+  LANGUAGES,
+  type Language,
+  randomDataTexts,
+  SCUNTHORPE_SENTENCES,
+} from '../helpers/language-corpus.js';
 
 const EN = 'content.en.language.nsfw.0';
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -26,7 +35,15 @@ const FORMATS: Record<string, { type: string; make: (lines: string[]) => Buffer 
   DOCX: { type: DOCX, make: docxWithText },
 };
 
-const EVASIONS = ['what the f*ck', 'fuuuuck this', 'that is sh1t', 'ｆｕｃｋ ｙｏｕ'];
+const EVASIONS = [
+  'what the f*ck',
+  'fuuuuck this',
+  'that is sh1t',
+  'ｆｕｃｋ ｙｏｕ',
+  'f u c k off',
+  'oh sh!t',
+  'you b1tch',
+];
 
 /** Innocent words that naive filters flag (the Scunthorpe problem). */
 const INNOCENT_ENGLISH = [
@@ -67,7 +84,7 @@ describe('nsfw-language engine', () => {
       for (const evasion of EVASIONS) {
         const report = await examine(make(['A quiet line first.', evasion]), type);
         assert.deepEqual(report.findings, [EN], `${format}: ${evasion}`);
-        assert.match(report.trace.join('\n'), /en at \d+-\d+ \((?:fuck|shit)\)/, evasion);
+        assert.match(report.trace.join('\n'), /en at \d+-\d+ \((?:fuck|shit|bitch)\)/, evasion);
       }
     });
 
@@ -177,7 +194,10 @@ describe('nsfw-language engine', () => {
   test('content exhausting a worker heap is an error, and the engine goes on working', async () => {
     const frugal = await NsfwLanguageEngine.create({ poolSize: 1, workerHeapMb: 32 });
     try {
-      const big = Buffer.from('Ein ganz normaler Satz aus Köln. '.repeat(500_000));
+      // 17.5 M characters, beyond Latin-1 so stored two bytes each: 35 MB of text cannot fit in a
+      // 32 MB heap, whatever the Node version (one-byte text of 16 MB fits on Node 24).
+      const big = Buffer.from('Ein ganz normaler Satz aus Köln – oder? '.repeat(440_000));
+      assert.ok(big.length < 20 * 1024 * 1024, 'within the engine’s size limit');
       await assert.rejects(frugal.examine(big, 'text/plain', signal()), /memory limit/);
       const report = await frugal.examine(Buffer.from('So eine Scheiße.'), 'text/plain', signal());
       assert.deepEqual(report.findings, ['content.de.language.nsfw.0']);
@@ -195,5 +215,145 @@ describe('nsfw-language engine', () => {
     await assert.rejects(running, /stopped: the item was cancelled/);
     const report = await examine(Buffer.from('what the fuck'), 'text/plain');
     assert.deepEqual(report.findings, [EN]);
+  });
+});
+
+describe('nsfw-language detection: innocent text and disguised obscenities', () => {
+  const detector = new LanguageDetector();
+  /** Findings per language on each benign corpus, for the summary. */
+  const benign: Array<{ corpus: string; perLanguage: Map<string, number> }> = [];
+
+  /** How many texts have findings of each language, and which texts have any. */
+  function examineAll(texts: string[]): { perLanguage: Map<string, number>; flagged: string[] } {
+    const perLanguage = new Map<string, number>(LANGUAGES.map((language) => [language, 0]));
+    const flagged: string[] = [];
+    for (const text of texts) {
+      const languages = new Set(detector.detect(text).matches.map((match) => match.language));
+      if (languages.size > 0) flagged.push(text);
+      for (const language of languages) {
+        perLanguage.set(language, (perLanguage.get(language) ?? 0) + 1);
+      }
+    }
+    return { perLanguage, flagged };
+  }
+
+  function explain(texts: string[]): string {
+    return texts
+      .flatMap((text) =>
+        detector
+          .detect(text)
+          .matches.map(
+            (match) =>
+              `${match.language} ${match.term}: …${text.slice(match.start - 30, match.end + 30)}…`,
+          ),
+      )
+      .slice(0, 10)
+      .join('\n');
+  }
+
+  test('identifiers from the issue are not words: a55c5, d41b00b7e, 8abeed1', () => {
+    for (const text of [
+      'a55c5',
+      'd41b00b7e',
+      '8abeed1',
+      'commit 8abeed1 fixed d41b00b7e (a55c5)',
+    ]) {
+      assert.deepEqual(detector.detect(text).matches, [], text);
+    }
+  });
+
+  test('no findings on 10,000 random 1 KB texts of hex, base64 and UUIDs', (t) => {
+    const started = performance.now();
+    const texts = randomDataTexts(10_000);
+    const { perLanguage, flagged } = examineAll(texts);
+    benign.push({ corpus: '10,000 random hex/base64/UUID texts', perLanguage });
+    t.diagnostic(
+      `10,000 texts generated and examined in ${(performance.now() - started).toFixed(0)} ms`,
+    );
+    assert.equal(flagged.length, 0, explain(flagged));
+  });
+
+  test('no findings on the English prose installed on the machine', (t) => {
+    const files = installedProse();
+    if (files.length === 0) {
+      t.skip('no /usr/share/common-licenses, /usr/share/doc/*/copyright or man pages here');
+      return;
+    }
+    const characters = files.reduce((sum, file) => sum + file.text.length, 0);
+    const { perLanguage, flagged } = examineAll(files.map((file) => file.text));
+    benign.push({ corpus: `${files.length} prose files`, perLanguage });
+    t.diagnostic(
+      `${files.length} files, ${(characters / 1e6).toFixed(1)} M characters: licenses, copyright files, man pages`,
+    );
+    const paths = files.filter((file) => flagged.includes(file.text)).map((file) => file.path);
+    assert.deepEqual(paths, [], explain(flagged));
+  });
+
+  test('no findings on the Scunthorpe words in sentences', () => {
+    const { perLanguage, flagged } = examineAll(SCUNTHORPE_SENTENCES);
+    benign.push({ corpus: `${SCUNTHORPE_SENTENCES.length} Scunthorpe sentences`, perLanguage });
+    assert.deepEqual(flagged, [], explain(flagged));
+  });
+
+  test('at least 95% of disguised obscenities are flagged in each language', (t) => {
+    const corpus = evasionCorpus();
+    const missedBy: Partial<Record<Language, string[]>> = {};
+    for (const language of LANGUAGES) {
+      const sentences = corpus[language];
+      const missed = sentences.filter(
+        (sentence) =>
+          !detector.detect(sentence).matches.some((match) => match.language === language),
+      );
+      missedBy[language] = missed;
+      const rate = (100 * (sentences.length - missed.length)) / sentences.length;
+      const falsePositives = benign
+        .map(({ corpus, perLanguage }) => `${perLanguage.get(language) ?? 0} on ${corpus}`)
+        .join(', ');
+      t.diagnostic(
+        `${language}: ${rate.toFixed(1)}% of ${sentences.length} disguised obscenities flagged; ` +
+          `false positives: ${falsePositives || 'benign corpora not run'}`,
+      );
+      assert.ok(rate >= 95, `${language}: ${rate.toFixed(1)}%, missed: ${missed.join(' | ')}`);
+    }
+  });
+
+  test('matching takes time linear in the text, however near-miss the text', (t) => {
+    const nearMisses = [
+      'f*** ', // wildcards that read as nothing
+      'fu*k ', // wildcards that read as a word, in every token
+      `a${'!'.repeat(50)}b `, // symbols inside a token
+      'f u c ', // letters spelt apart, never a word
+      `f${'u'.repeat(150)}c `, // a stretched near-word
+      'hijo de ', // a phrase begun, never ended
+      'mierda ', // a phrase's first words, over and over
+      'sh1 ', // look-alikes
+      'motherfuc ', // a stem almost reached
+      'c****o ', // many wildcards
+      'x', // one long token
+      'Ni9G479tmegk eVBeg+rMAST0/NIg ', // data chunks
+    ];
+    const timeOf = (text: string) => {
+      let best = Number.POSITIVE_INFINITY;
+      for (let round = 0; round < 5; round++) {
+        const started = performance.now();
+        detector.detect(text);
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    for (const unit of nearMisses) {
+      const text = (size: number) => unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
+      for (let round = 0; round < 3; round++) detector.detect(text(100_000)); // warm up
+      const [small, medium, large] = [1_000, 10_000, 100_000].map((size) => timeOf(text(size)));
+      t.diagnostic(
+        `${JSON.stringify(unit.slice(0, 20))}: 1 KB ${small?.toFixed(2)} ms, 10 KB ${medium?.toFixed(2)} ms, 100 KB ${large?.toFixed(2)} ms`,
+      );
+      assert.ok((large as number) < 1000, `${unit}: 100 KB in ${large} ms`);
+      // Linear: ten times the text, about ten times the time (quadratic would be a hundred).
+      assert.ok(
+        (large as number) < 30 * Math.max(medium as number, 1),
+        `${unit}: 10 KB in ${medium} ms, 100 KB in ${large} ms`,
+      );
+    }
   });
 });

@@ -8,6 +8,7 @@ import { eicar, LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
 import type { DetectionCategory } from '../../src/store/records.js';
 import { uploadForm } from '../helpers/content.js';
 import { drawing, pngBomb } from '../helpers/images.js';
+import { randomDataTexts, SCUNTHORPE_SENTENCES } from '../helpers/language-corpus.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -160,5 +161,40 @@ describe('an engine that cannot decide is an error, never a pass', () => {
     const refused = await upload(svc.url, svc.auth, pngBomb(30_000, 30_000));
     assert.equal(refused.status, 422);
     assert.match(String(refused.body.error), /NSFW_IMAGE.*pixels/i);
+  });
+});
+
+describe('NSFW_LANGUAGE over HTTP: words, not pieces of identifiers', () => {
+  test('hashes, base64, UUIDs and Scunthorpe words are clean; disguised obscenities are flagged', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const languageOnly = await keyWith(svc, ['NSFW_LANGUAGE']);
+    const innocent = [
+      'Build a55c5 of commit 8abeed1 fixed d41b00b7e.',
+      ...randomDataTexts(34),
+      SCUNTHORPE_SENTENCES.join('\n'),
+    ];
+    for (const text of innocent) {
+      const clean = await upload(svc.url, languageOnly, text);
+      assert.equal(clean.status, 201);
+      assert.deepEqual(clean.body.findings, [], text.slice(0, 80));
+    }
+    const disguised: Array<[string, string]> = [
+      ['well f u c k that', 'en'],
+      ['what a b1tch', 'en'],
+      ['oh sh!t, fuuuuck', 'en'],
+      ['So eine S c h e i ß e!', 'de'],
+      ['¡Qué M13RDA!', 'es'],
+      ['Quelle m*rde, ce c0nnard.', 'fr'],
+      ['Che ca**o dici, str0nzo?', 'it'],
+    ];
+    for (const [text, language] of disguised) {
+      const flagged = await upload(svc.url, languageOnly, text);
+      assert.deepEqual(flagged.body.findings, [`content.${language}.language.nsfw.0`], text);
+    }
+    const traced = await upload(svc.url, languageOnly, 'Build a55c5, then f u c k.');
+    assert.match(
+      await trace(svc, languageOnly, String(traced.body.id)),
+      /nsfw-language: en at 18-25 \(fuck\)/,
+    );
   });
 });

@@ -1,117 +1,282 @@
-import {
-  englishDataset,
-  englishRecommendedTransformers,
-  type MatchPayload,
-  RegExpMatcher,
-} from 'obscenity';
-import { otherLanguageWords } from './word-lists.js';
+import { foldCompatibilityForms, forEachToken, isTitlecase, mixedCase } from './chunks.js';
+import { ENGLISH_INNOCENT, ENGLISH_NAMES, englishWords } from './english-words.js';
+import { Lexicon, type LexiconEntry, type Run, type TrieNode, wordRuns } from './lexicon.js';
+import { type DetectionResult, type LanguageMatch, MatchWindow } from './match-window.js';
+import { OTHER_INNOCENT, otherLanguageWords } from './word-lists.js';
 
-/** One obscenity: where it is in the examined text (UTF-16 offsets, end exclusive) and which word. */
-export interface LanguageMatch {
-  language: string;
+export type { DetectionResult, LanguageMatch } from './match-window.js';
+
+/**
+ * Symbols around a token that may wrap it rather than stand for a letter ("*fuck*", "shit!",
+ * "+It's" in a diff). Before a word they are never letters; after one they may be ("sh!+").
+ */
+const WRAPPING = new Set(['!', '|', '+', '*', '#', '%']);
+/** Longest token read as a word (a stretched one included); longer tokens are not words. */
+const MAX_TOKEN_CHARS = 200;
+/** What may separate the words of a listed phrase ("hijo de puta", "cul-de-sac", "K. Dick"). */
+const PHRASE_GAP = /^[\s'’.,-]{1,3}$/;
+/** What separates a name from the next ("Dick Fowles"), or an initial from a name ("K. Dick"). */
+const NAME_GAP = ' ';
+const INITIAL_GAP = '. ';
+const POSSESSIVE = /^['’]$/;
+/** Letters spelt apart ("f u c k", "s.h.i.t", "f-u-c-k"): at most this much between them. */
+const MAX_SPELT_GAP = 3;
+/** Longest spelt-apart run read as a word. */
+const MAX_SPELT_LETTERS = 40;
+/** Bound on the phrases being followed at once (each a few nodes of the trie). */
+const MAX_PENDING = 32;
+const SINGLE_LETTER = /^[\p{L}\p{N}]$/u;
+
+interface Pending {
+  start: number;
+  node: TrieNode;
+}
+const NONE: Pending[] = [];
+
+interface Spelt {
   start: number;
   end: number;
-  term: string;
-}
-
-export interface DetectionResult {
-  matches: LanguageMatch[];
-  /** How many characters of the text the English detector examined (it sees a prefix). */
-  englishChars: number;
+  letters: string;
+  /** What is between its letters, the same each time ("f u c k", not "[a-s] 5"). */
+  gap: string | null;
 }
 
 /**
- * Innocent words that obscenity's English patterns catch (the Scunthorpe problem); its dataset
- * already whitelists many others (assassin, cocktail, Scunthorpe, ...).
+ * One pass over a text: each token (chunks.ts) read against the lexicon as a whole word, letters
+ * spelt apart joined, phrases followed from word to word. Memory stays bounded: the text is never
+ * split into an array of tokens, and matches go through a MatchWindow.
  */
-const ENGLISH_WHITELIST = [
-  'cockpit',
-  'cockpits',
-  'shiitake',
-  'pussycat',
-  'pussycats',
-  'pussy willow',
-  'penistone',
-  'cum laude',
-  'magna cum laude',
-  'summa cum laude',
-];
+class Scan {
+  /** The matches of the token being read, before they join the window. */
+  private matches: LanguageMatch[] = [];
+  private readonly window: MatchWindow;
+  private tokens = 0;
+  private pending: Pending[] = NONE;
+  private spelt: Spelt | null = null;
+  /** The token before, or -1 after data. */
+  private previousStart = -1;
+  private previousEnd = -1;
+  /** Stems found in the token being read (reused: most tokens have none). */
+  private readonly stems: LexiconEntry[][] = [];
+  /** A name-like match ("Dick") waiting for the next token: a name after it makes it innocent. */
+  private nameBefore: { start: number; end: number } | null = null;
 
-/**
- * Compatibility characters (full-width letters, ligature-free forms) folded to their plain form
- * where that keeps the length, so offsets stay those of the text. Latin letters are left as they are.
- */
-function foldCompatibilityForms(text: string): string {
-  return text.replace(/[\u0250-\uffff]/g, (char) => {
-    const folded = char.normalize('NFKC');
-    return folded.length === char.length ? folded : char;
-  });
-}
+  constructor(
+    private readonly text: string,
+    private readonly lexicon: Lexicon,
+  ) {
+    this.window = new MatchWindow(lexicon.maxPhraseWords + 2);
+  }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
+  token(start: number, end: number, data: boolean): void {
+    this.tokens++;
+    this.scanToken(start, end, data);
+    if (this.matches.length > 0) {
+      for (const match of this.matches) this.window.add(match, this.tokens);
+      this.matches = [];
+    }
+    this.window.advance(this.tokens);
+  }
 
-/**
- * Obscene language in English (obscenity: resists leetspeak, repeated letters and look-alike
- * characters, but costs about 1.5 s per MB, hence a prefix) and in the other languages of
- * word-lists.ts (whole words, case-insensitive, over the whole text).
- */
-export class LanguageDetector {
-  private readonly english = new RegExpMatcher({
-    ...englishDataset.build(),
-    ...englishRecommendedTransformers,
-    whitelistedTerms: [...(englishDataset.build().whitelistedTerms ?? []), ...ENGLISH_WHITELIST],
-  });
-  private readonly others: RegExp;
-  private readonly languagesOf = new Map<string, string[]>();
+  finish(): DetectionResult {
+    this.endSpelt();
+    for (const match of this.matches) this.window.add(match, this.tokens);
+    return this.window.finish();
+  }
 
-  constructor(private readonly englishPrefixChars: number) {
-    for (const [language, words] of otherLanguageWords()) {
-      for (const word of words) {
-        const languages = this.languagesOf.get(word) ?? [];
-        languages.push(language);
-        this.languagesOf.set(word, languages);
+  private innocent(start: number, end: number): void {
+    this.window.addInnocent(start, end, this.tokens);
+  }
+
+  private scanToken(start: number, end: number, data: boolean): void {
+    const previousStart = this.previousStart;
+    const previousEnd = this.previousEnd;
+    this.previousStart = data ? -1 : start;
+    this.previousEnd = data ? -1 : end;
+    const name = this.nameBefore;
+    if (name !== null) {
+      this.nameBefore = null;
+      const between = this.gap(previousEnd, start);
+      if (
+        (between === NAME_GAP && isTitlecase(this.text, start, end)) ||
+        (POSSESSIVE.test(between ?? '') && this.text.slice(start, end) === 's')
+      ) {
+        this.innocent(name.start, name.end);
       }
     }
-    // Longest first, so "hijo de puta" wins over "puta"; letters and digits around a word make it
-    // part of another word ("vehículo" holds no "culo").
-    const alternatives = [...this.languagesOf.keys()]
-      .sort((a, b) => b.length - a.length)
-      .map(escapeRegExp);
-    this.others = new RegExp(
-      `(?<![\\p{L}\\p{N}])(?:${alternatives.join('|')})(?![\\p{L}\\p{N}])`,
-      'giu',
-    );
+    if (data) {
+      this.endSpelt();
+      this.pending = NONE;
+      return;
+    }
+    let pending = NONE;
+    if (this.pending.length > 0) {
+      const between = this.gap(previousEnd, start);
+      if (between !== null && PHRASE_GAP.test(between)) pending = this.pending;
+    }
+    const single = end - start === 1 && SINGLE_LETTER.test(this.text[start] as string);
+    const spelt = this.spelt;
+    const between = single && spelt !== null ? this.gap(previousEnd, start) : null;
+    if (spelt !== null && between !== null && (spelt.gap ?? between) === between) {
+      spelt.end = end;
+      spelt.gap = between;
+      if (spelt.letters.length <= MAX_SPELT_LETTERS) spelt.letters += this.text[start];
+    } else {
+      this.endSpelt();
+      if (single) this.spelt = { start, end, letters: this.text[start] as string, gap: null };
+    }
+    this.word(start, end, pending, previousStart, previousEnd);
   }
+
+  /** What is between a token and the one before (ending at `previousEnd`), when short. */
+  private gap(previousEnd: number, start: number): string | null {
+    return previousEnd >= 0 && start - previousEnd <= MAX_SPELT_GAP
+      ? this.text.slice(previousEnd, start)
+      : null;
+  }
+
+  /**
+   * A token read as a word, continuing `pending` phrases: without the symbols around it, then
+   * with those after it. The token before may be a name running on to this one.
+   */
+  private word(
+    start: number,
+    end: number,
+    pending: Pending[],
+    previousStart: number,
+    previousEnd: number,
+  ): void {
+    this.pending = NONE;
+    if (end - start > MAX_TOKEN_CHARS) return;
+    const matchesBefore = this.matches.length;
+    // A word in mixed case ("fUcK") is read whole: no stems inside it, as in random "AMHFcuK8bF".
+    const stems = mixedCase(this.text, start, end) ? null : this.stems;
+    if (stems !== null) stems.length = 0;
+    const plain =
+      pending.length === 0 ? this.lexicon.readPlain(this.text, start, end, stems) : undefined;
+    if (plain !== undefined) {
+      for (const entries of stems ?? []) this.record(entries, start, end);
+      if (plain !== null) {
+        const next: Pending[] = [];
+        this.reached(plain, start, end, next);
+        if (next.length > 0) this.pending = next;
+      }
+    } else {
+      let from = start;
+      let to = end;
+      while (from < to && WRAPPING.has(this.text[from] as string)) from++;
+      while (to > from && WRAPPING.has(this.text[to - 1] as string)) to--;
+      const runs = from < to ? wordRuns(this.text.slice(from, to)) : null;
+      const matched = runs !== null && this.read(from, to, runs, pending, stems);
+      if (!matched && to < end && from < to) {
+        const wrapped = wordRuns(this.text.slice(from, end));
+        if (wrapped !== null) this.read(from, end, wrapped, pending, stems);
+      }
+    }
+    if (this.matches.length > matchesBefore) {
+      this.checkName(this.matches[matchesBefore] as LanguageMatch, previousStart, previousEnd);
+    }
+  }
+
+  /** A match of a name-like term written as a name, after or before another name, is innocent. */
+  private checkName(match: LanguageMatch, previousStart: number, previousEnd: number): void {
+    if (!ENGLISH_NAMES.has(match.term) || !isTitlecase(this.text, match.start, match.end)) return;
+    const gap = this.gap(previousEnd, match.start);
+    const afterName =
+      gap === NAME_GAP || (gap === INITIAL_GAP && previousEnd - previousStart === 1);
+    if (afterName && isTitlecase(this.text, previousStart, previousEnd)) {
+      this.innocent(match.start, match.end);
+    } else {
+      this.nameBefore = { start: match.start, end: match.end };
+    }
+  }
+
+  /** Letters spelt apart, read as one word when there are three or more. */
+  private endSpelt(): void {
+    const spelt = this.spelt;
+    this.spelt = null;
+    if (spelt === null || spelt.letters.length < 3 || spelt.letters.length > MAX_SPELT_LETTERS) {
+      return;
+    }
+    const runs = wordRuns(spelt.letters);
+    if (runs !== null) this.read(spelt.start, spelt.end, runs, NONE, []);
+  }
+
+  /** Reads one word at [start, end); whether it matched, is innocent or may go on as a phrase. */
+  private read(
+    start: number,
+    end: number,
+    runs: Run[],
+    pending: Pending[],
+    stems: LexiconEntry[][] | null,
+  ): boolean {
+    const matchesBefore = this.matches.length;
+    let found = false;
+    const next: Pending[] = [];
+    for (const phrase of pending) {
+      for (const node of this.lexicon.read([phrase.node], runs, null)) {
+        found = this.reached(node, phrase.start, end, next) || found;
+      }
+    }
+    for (const node of this.lexicon.read([this.lexicon.root], runs, stems)) {
+      found = this.reached(node, start, end, next) || found;
+    }
+    if (stems !== null) {
+      this.lexicon.readAnywhere(runs, stems);
+      for (const entries of stems) this.record(entries, start, end);
+      stems.length = 0;
+    }
+    if (runs.some((run) => run.wild)) this.preferEnglish(matchesBefore);
+    this.pending = next.length > 0 ? next : NONE;
+    return found || next.length > 0 || this.matches.length > matchesBefore;
+  }
+
+  /**
+   * A word with wildcards that reads as words of several languages ("f*ck": fuck, fick) is taken
+   * as English, the language of most grawlix.
+   */
+  private preferEnglish(from: number): void {
+    const read = this.matches.slice(from);
+    if (read.some((match) => match.language === 'en') && read.some((m) => m.language !== 'en')) {
+      this.matches.length = from;
+      this.matches.push(...read.filter((match) => match.language === 'en'));
+    }
+  }
+
+  /**
+   * A node reached by a whole word: its words, its innocent phrase, the phrases it begins.
+   * Whether it is innocent.
+   */
+  private reached(node: TrieNode, start: number, end: number, next: Pending[]): boolean {
+    this.record(node.words, start, end);
+    if (node.innocent) this.innocent(start, end);
+    const afterBreak = Lexicon.afterBreak(node);
+    if (afterBreak !== undefined && next.length < MAX_PENDING) {
+      next.push({ start, node: afterBreak });
+    }
+    return node.innocent;
+  }
+
+  private record(entries: LexiconEntry[], start: number, end: number): void {
+    for (const { language, term } of entries) this.matches.push({ language, start, end, term });
+  }
+}
+
+/**
+ * Obscene language in English, German, Spanish, French and Italian, as whole words (lexicon.ts,
+ * english-words.ts, word-lists.ts). One pass over the whole text, in time linear in its length:
+ * each token is read against a trie, and a token longer than a word is not read.
+ */
+export class LanguageDetector {
+  private readonly lexicon = new Lexicon(
+    [...englishWords(), ...otherLanguageWords()],
+    [...ENGLISH_INNOCENT, ...OTHER_INNOCENT],
+  );
 
   detect(text: string): DetectionResult {
     const folded = foldCompatibilityForms(text);
-    const prefix = folded.slice(0, this.englishPrefixChars);
-    const matches: LanguageMatch[] = [];
-    const seen = new Set<string>();
-    for (const match of this.english.getAllMatches(prefix, true)) {
-      // Two patterns can find the same word (e.g. "sh1t"); report the place once.
-      const key = `${match.startIndex}:${match.endIndex}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      matches.push({
-        language: 'en',
-        start: match.startIndex,
-        end: match.endIndex + 1,
-        term: this.englishTerm(match),
-      });
-    }
-    for (const match of folded.matchAll(this.others)) {
-      const term = match[0].toLowerCase();
-      for (const language of this.languagesOf.get(term) ?? []) {
-        matches.push({ language, start: match.index, end: match.index + match[0].length, term });
-      }
-    }
-    return { matches, englishChars: prefix.length };
-  }
-
-  private englishTerm(match: MatchPayload): string {
-    return englishDataset.getPayloadWithPhraseMetadata(match).phraseMetadata?.originalWord ?? '?';
+    const scan = new Scan(folded, this.lexicon);
+    forEachToken(folded, (start, end, data) => scan.token(start, end, data));
+    return scan.finish();
   }
 }

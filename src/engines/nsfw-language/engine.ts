@@ -12,8 +12,6 @@ export interface NsfwLanguageOptions {
   maxBytes?: number;
   /** Longest extracted text examined; longer text is an error. Default 20 Mi characters. */
   maxTextChars?: number;
-  /** English (obscenity, about 1.5 s per MB) examines this many characters. Default 256 Ki. */
-  englishPrefixChars?: number;
   /** Time cap per item, on top of the caller's signal. Default 30 s. */
   timeoutMs?: number;
   /** Heap limit of each worker (MB), against documents that expand without bound. Default 1024. */
@@ -22,8 +20,6 @@ export interface NsfwLanguageOptions {
 }
 
 const MiB = 1024 * 1024;
-/** Offsets listed in the trace per language; the rest are counted. */
-const TRACE_OFFSETS = 20;
 
 export function languageFinding(language: string): string {
   return `content.${language}.language.nsfw.0`;
@@ -31,20 +27,16 @@ export function languageFinding(language: string): string {
 
 function traceLines(result: LanguageResult, contentType: string): string[] {
   const lines = [`nsfw-language: ${result.textChars} characters of text from ${contentType}`];
-  if (result.englishChars < result.textChars) {
-    lines.push(`nsfw-language: English examined in the first ${result.englishChars} characters`);
-  }
   if (result.testSample) lines.push('nsfw-language: en: the language test sample');
   const byLanguage = new Map<string, LanguageMatch[]>();
   for (const match of result.matches) {
     byLanguage.set(match.language, [...(byLanguage.get(match.language) ?? []), match]);
   }
   for (const [language, matches] of [...byLanguage].sort(([a], [b]) => a.localeCompare(b))) {
-    const shown = matches
-      .slice(0, TRACE_OFFSETS)
-      .map((match) => `${match.start}-${match.end} (${match.term})`);
-    const more =
-      matches.length > TRACE_OFFSETS ? ` and ${matches.length - TRACE_OFFSETS} more` : '';
+    // The detector lists the first matches of each language and counts the rest.
+    const shown = matches.map((match) => `${match.start}-${match.end} (${match.term})`);
+    const count = result.counts[language] ?? matches.length;
+    const more = count > matches.length ? ` and ${count - matches.length} more` : '';
     lines.push(`nsfw-language: ${language} at ${shown.join(', ')}${more}`);
   }
   return lines;
@@ -52,7 +44,8 @@ function traceLines(result: LanguageResult, contentType: string): string[] {
 
 /**
  * NSFW_LANGUAGE: obscene words in text, HTML, JSON, PDF and DOCX, in English and the languages of
- * word-lists.ts, one finding per language. Offsets (in the extracted text) go into the trace.
+ * word-lists.ts, one finding per language, over the whole text (detect.ts). Offsets (in the
+ * extracted text) go into the trace.
  */
 export class NsfwLanguageEngine implements ContentEngine {
   readonly name = 'nsfw-language';
@@ -70,7 +63,6 @@ export class NsfwLanguageEngine implements ContentEngine {
 
   static async create(options: NsfwLanguageOptions = {}): Promise<NsfwLanguageEngine> {
     const settings: LanguageWorkerSettings = {
-      englishPrefixChars: options.englishPrefixChars ?? 256 * 1024,
       maxTextChars: options.maxTextChars ?? 20 * MiB,
     };
     const pool = await WorkerPool.create<LanguageRequest, LanguageResult>({
@@ -99,7 +91,7 @@ export class NsfwLanguageEngine implements ContentEngine {
       AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]),
       [copy.buffer],
     );
-    const languages = new Set(result.matches.map((match) => match.language));
+    const languages = new Set(Object.keys(result.counts));
     if (result.testSample) languages.add('en');
     const findings = [...languages].sort().map(languageFinding);
     return { findings, trace: traceLines(result, contentType) };

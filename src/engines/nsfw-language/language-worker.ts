@@ -2,11 +2,10 @@
 import { workerData } from 'node:worker_threads';
 import { LANGUAGE_TEST_MARKER } from '../test-content.js';
 import { serveWorkerRequests } from '../worker-side.js';
-import { LanguageDetector, type LanguageMatch } from './detect.js';
+import { type DetectionResult, LanguageDetector } from './detect.js';
 import { extractText } from './extract.js';
 
 export interface LanguageWorkerSettings {
-  englishPrefixChars: number;
   maxTextChars: number;
 }
 
@@ -15,10 +14,8 @@ export interface LanguageRequest {
   contentType: string;
 }
 
-export interface LanguageResult {
-  matches: LanguageMatch[];
+export interface LanguageResult extends DetectionResult {
   textChars: number;
-  englishChars: number;
   /** The text holds COMPAT.md's language test sample. */
   testSample: boolean;
 }
@@ -26,15 +23,13 @@ export interface LanguageResult {
 const settings = workerData as LanguageWorkerSettings;
 
 await serveWorkerRequests<LanguageRequest, LanguageResult>(async () => {
-  const detector = new LanguageDetector(settings.englishPrefixChars);
+  const detector = new LanguageDetector();
   return async ({ content, contentType }) => {
     const text = await extractText(content, contentType, settings.maxTextChars);
-    const { matches, englishChars } = detector.detect(text);
     return {
       result: {
-        matches,
+        ...detector.detect(text),
         textChars: text.length,
-        englishChars,
         testSample: text.includes(LANGUAGE_TEST_MARKER),
       },
     };

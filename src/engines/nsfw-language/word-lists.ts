@@ -1,4 +1,5 @@
 import { profaneWords } from '@2toad/profanity';
+import type { WordSource } from './lexicon.js';
 
 /**
  * The languages other than English that Assay checks with @2toad/profanity's word lists. Those
@@ -35,6 +36,7 @@ const INNOCENT: Record<(typeof OTHER_LANGUAGES)[number], string[]> = {
     'pispa', 'orina', 'meando', 'pornografía', 'vaginas', 'recto', 'retardado', 'sadista',
     'tornillo', 'escroto', 'sexo', 'sh', 'temblando', 'transexual', 'sunk', 'testículo',
     'titular', 'consoladores', 'culo completo', 'eyakulate', 'fcuting', 'polla grande',
+    'a dólares',
   ],
   fr: [
     '5 heures', 'arrs', 'ânes', 'en dollars', "c'est ça", 'sac à bille', 'boules', 'sac à billes',
@@ -55,6 +57,7 @@ const INNOCENT: Record<(typeof OTHER_LANGUAGES)[number], string[]> = {
     'sankk', 'croûte', 'tétons', 'et toi', 'testique', 'testicule', 'titre', 'lancer', 'tuyau',
     'détecteur', 'vagin', 'vulve', 'gland', 'souris', 'walies', 'pornographie mettant en scène des enfants',
     'éjaculation', 'éjaculations', 'éjaculate', 'pédé', 'gode', 'godes', 'merdeux',
+    "d'ânes", 'bite', // "bite" is English too
   ],
   it: [
     'balle', 'battere', 'biga', 'brinca', 'cadavere', 'casci', 'cozza', 'fava', 'femminuccia',
@@ -66,22 +69,55 @@ const INNOCENT: Record<(typeof OTHER_LANGUAGES)[number], string[]> = {
     'bocchino', 'finocchio', 'chiappa', 'pesce', 'pincare', 'padulo', 'lecchino', 'fracicone',
     'ciospo', 'tarzanello', 'rizzarsi', 'succhione', 'assatanato', 'allupato', 'ammucchiata',
     'bagascia', 'bagassa', 'caciocappella', 'brinca', 'pipì', 'sverginare', 'slinguare', 'soccia',
+    'bordello', // an English word too
   ],
 };
+
+/** Common obscenities the package's lists lack. */
+// biome-ignore format: word lists read better packed than one word a line
+const MISSING: Record<(typeof OTHER_LANGUAGES)[number], string[]> = {
+  de: [
+    'hurensohn', 'hurensöhne', 'ficken', 'fickt', 'fickte', 'scheißdreck', 'drecksau',
+    'miststück', 'wichsen', 'arschgeige', 'fotzen',
+  ],
+  es: [
+    'coño', 'joder', 'jodido', 'jodida', 'jódete', 'gilipollas', 'pendejo', 'pendeja', 'pendejos',
+    'verga', 'chingar', 'chingada', 'chingado', 'cojones', 'malparido', 'hijueputa', 'culero',
+  ],
+  fr: [
+    'connasse', 'connards', 'couilles', 'couillon', 'niquer', 'nique', 'foutre', 'enculer',
+    'salaud', 'salauds', 'pétasse', 'putes', 'chier',
+  ],
+  it: ['fanculo', 'cazzi', 'stronzi', 'puttane', 'troie', 'porco dio'],
+};
+
+/** Stems obscene whatever follows them in the word: German compounds ("Scheißkerl", "scheißegal"). */
+const STEMS: Partial<Record<(typeof OTHER_LANGUAGES)[number], string[]>> = { de: ['scheiß'] };
+
+/** Innocent phrases holding a word of these lists: a match inside one is not reported. */
+export const OTHER_INNOCENT = ['cul de sac', 'culs de sac'];
 
 /** Letters, with spaces, hyphens and apostrophes inside: no digits, symbols or grawlix. */
 const WORD = /^[\p{L}][\p{L}' -]*[\p{L}]$/u;
 
-/** Each checked language's words: its list less English words, innocent words and non-words. */
-export function otherLanguageWords(): Map<string, string[]> {
+/**
+ * Each checked language's words: its list less English words, innocent words and non-words, plus
+ * the words it lacks; each word is its own term.
+ */
+export function otherLanguageWords(): WordSource[] {
   const english = new Set(profaneWords.get('en') ?? []);
-  const lists = new Map<string, string[]>();
+  const sources: WordSource[] = [];
   for (const language of OTHER_LANGUAGES) {
     const innocent = new Set(INNOCENT[language]);
     const words = (profaneWords.get(language) ?? [])
       .map((word) => word.toLowerCase().trim())
       .filter((word) => WORD.test(word) && !english.has(word) && !innocent.has(word));
-    lists.set(language, [...new Set(words)]);
+    for (const word of new Set([...words, ...MISSING[language]])) {
+      sources.push({ language, term: word, forms: [word] });
+    }
+    for (const stem of STEMS[language] ?? []) {
+      sources.push({ language, term: stem, forms: [], prefixes: [stem] });
+    }
   }
-  return lists;
+  return sources;
 }

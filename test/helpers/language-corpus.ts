@@ -1,0 +1,350 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+
+/** The languages of the language engine. */
+export const LANGUAGES = ['en', 'de', 'es', 'fr', 'it'] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+/** crypto.randomBytes, drawn from a pool: a call per UUID or byte would be slow. */
+let pool = Buffer.alloc(0);
+function random(bytes: number): Buffer {
+  if (pool.length < bytes) pool = randomBytes(Math.max(bytes, 256 * 1024));
+  const taken = pool.subarray(0, bytes);
+  pool = pool.subarray(bytes);
+  return taken;
+}
+
+function hex(bytes: number): string {
+  return random(bytes).toString('hex');
+}
+
+/** A UUID's layout over 16 random bytes (any version: identifiers in the wild are not all v4). */
+function uuid(): string {
+  const digits = hex(16);
+  const groups = [digits.slice(0, 8), digits.slice(8, 12), digits.slice(12, 16)];
+  return [...groups, digits.slice(16, 20), digits.slice(20)].join('-');
+}
+
+function lines(text: string, width: number): string {
+  return text.match(new RegExp(`.{1,${width}}`, 'g'))?.join('\n') ?? '';
+}
+
+/** Adds `next()` until the text reaches `bytes`, joined by `separator`, then cuts it there. */
+function fill(bytes: number, separator: string, next: () => string): string {
+  const parts: string[] = [];
+  let length = 0;
+  while (length < bytes) {
+    const part = next();
+    parts.push(part);
+    length += part.length + separator.length;
+  }
+  return parts.join(separator).slice(0, bytes);
+}
+
+/**
+ * How hashes, encoded data and identifiers are laid out in real text: one long token, lines,
+ * hexdumps, short git hashes, UUIDs with braces or commas, base64 and base64url (JWT-like).
+ */
+const DATA_LAYOUTS: Array<(bytes: number) => string> = [
+  (bytes) => hex(bytes).slice(0, bytes),
+  (bytes) => lines(hex(bytes).toUpperCase(), 64).slice(0, bytes),
+  (bytes) =>
+    lines(
+      fill(bytes, ' ', () => hex(1)),
+      48,
+    ),
+  (bytes) => fill(bytes, ' ', () => hex(4)),
+  (bytes) => fill(bytes, '\n', () => `${hex(4).slice(0, 7)} ${hex(20)}`),
+  (bytes) => fill(bytes, ' ', () => hex(4).slice(0, 7)),
+  (bytes) => fill(bytes, ', ', () => `0x${hex(1)}`),
+  (bytes) => fill(bytes, '\n', () => `sha256:${hex(32)}`),
+  (bytes) => random(bytes).toString('base64').slice(0, bytes),
+  (bytes) => lines(random(bytes).toString('base64'), 76).slice(0, bytes),
+  (bytes) => lines(random(bytes).toString('base64'), 64).slice(0, bytes),
+  (bytes) =>
+    fill(bytes, '\n', () =>
+      [24, 96, 32].map((size) => random(size).toString('base64url')).join('.'),
+    ),
+  (bytes) => fill(bytes, ' ', () => random(9).toString('base64')),
+  (bytes) => fill(bytes, '\n', uuid),
+  (bytes) => fill(bytes, ',', () => uuid().toUpperCase()),
+  (bytes) => fill(bytes, ' ', () => `{${uuid()}}`),
+  (bytes) =>
+    fill(
+      bytes,
+      ' ',
+      () => [hex(8), random(12).toString('base64'), uuid()][(random(1)[0] as number) % 3] as string,
+    ),
+];
+
+/** `count` random texts of `bytes` characters each: hex, base64 and UUIDs in every layout. */
+export function randomDataTexts(count: number, bytes = 1024): string[] {
+  return Array.from({ length: count }, (_, index) =>
+    (DATA_LAYOUTS[index % DATA_LAYOUTS.length] as (bytes: number) => string)(bytes),
+  );
+}
+
+export interface ProseFile {
+  path: string;
+  text: string;
+}
+
+/**
+ * Debian's license texts and packages' copyright files (each text once: many are copies), then
+ * man pages: English prose, up to about `maxChars`.
+ */
+export function installedProse(maxChars = 16_000_000): ProseFile[] {
+  const files: ProseFile[] = [];
+  const seen = new Set<string>();
+  let total = 0;
+  const add = (path: string, read: () => string) => {
+    if (total >= maxChars) return;
+    try {
+      const text = read();
+      const digest = createHash('sha256').update(text).digest('hex');
+      if (seen.has(digest)) return;
+      seen.add(digest);
+      files.push({ path, text });
+      total += text.length;
+    } catch {
+      // unreadable: not part of the corpus
+    }
+  };
+  const licenses = '/usr/share/common-licenses';
+  if (existsSync(licenses)) {
+    for (const name of readdirSync(licenses).sort()) {
+      add(join(licenses, name), () => readFileSync(join(licenses, name), 'utf8'));
+    }
+  }
+  if (existsSync('/usr/share/doc')) {
+    for (const name of readdirSync('/usr/share/doc').sort()) {
+      const path = join('/usr/share/doc', name, 'copyright');
+      if (existsSync(path)) add(path, () => readFileSync(path, 'utf8'));
+    }
+  }
+  files.push(...manPages('/usr/share/man', Math.max(maxChars / 4, maxChars - total)));
+  return files;
+}
+
+/**
+ * The text of man pages under `root` (its man1..man8 sections), font escapes removed so words
+ * stay whole, up to `maxChars`. Localised pages live in /usr/share/man/<language>.
+ */
+export function manPages(root: string, maxChars: number): ProseFile[] {
+  const files: ProseFile[] = [];
+  if (!existsSync(root)) return files;
+  let total = 0;
+  for (const section of readdirSync(root)
+    .filter((name) => /^man\d$/.test(name))
+    .sort()) {
+    for (const name of readdirSync(join(root, section)).sort()) {
+      if (total >= maxChars) return files;
+      const path = join(root, section, name);
+      try {
+        const raw = readFileSync(path);
+        const text = (name.endsWith('.gz') ? gunzipSync(raw) : raw)
+          .toString('utf8')
+          .replace(/\\f(?:[BIRP]|\(..|\[[^\]\n]{0,20}\])/g, '');
+        files.push({ path, text });
+        total += text.length;
+      } catch {
+        // a link to a missing page, or not gzip after all
+      }
+    }
+  }
+  return files;
+}
+
+/**
+ * Innocent words that naive filters flag (the Scunthorpe problem), in sentences: each holds an
+ * obscenity inside a longer word, or is a listed word in an innocent phrase.
+ */
+export const SCUNTHORPE_SENTENCES = [
+  'The class met in Scunthorpe, Essex, Sussex and Middlesex before the assassin arrived.',
+  'In the cockpit the therapist read an analysis of the assessment, then ordered a cocktail.',
+  'Shiitake soup, a grape and a pussycat: hello from the Dickens museum.',
+  'The passage on the bass clef was a classic; the assistant passed the assignment to Cassie.',
+  'Hancock and Cockburn cocked their hats at the peacock on the cockney bus to Penistone.',
+  'Matsushita built the arsenal; the constitution is cumulative, a circumstance of document titles.',
+  'Sextus used a sextant; Titian painted the Titanic; the butter buttress was a hotshot.',
+  'She graduated magna cum laude; summa cum laude went to the analyst with the analog watch.',
+  'Tit for tat, said the blue tit to the great tit by the pussy willow at the cul-de-sac.',
+  'Moby Dick sat on Dick Van Dyke at the Van Dyke gallery, reading Philip K. Dick.',
+  'The shitake, the Scunthorpe United scarf and the Essex cockerel were all in the pass.',
+  'The therapists glassed the grapefruit; assorted bassoons were on sale in Lancashire.',
+  'Fukushima and Fukuoka, Kuala Lumpur and Penistone, Arsenal and Cockermouth.',
+  'Dickinson and Dickerson met Hitchcock; Babcock and Woodcock went to Cockermouth.',
+  'Cumulus clouds over Scunthorpe made the cumbersome sums of the accumulator harder.',
+];
+
+/** Obscene words of each language (each a word of the engine's lists) that evasions disguise. */
+export const OBSCENE_WORDS: Record<Language, string[]> = {
+  en: [
+    'fuck',
+    'fucking',
+    'motherfucker',
+    'shit',
+    'bullshit',
+    'bitch',
+    'asshole',
+    'cunt',
+    'dick',
+    'cock',
+    'pussy',
+    'bastard',
+    'whore',
+    'slut',
+    'wanker',
+    'twat',
+    'piss',
+    'faggot',
+    'cocksucker',
+    'dickhead',
+  ],
+  de: [
+    'scheiße',
+    'arschloch',
+    'fotze',
+    'wichser',
+    'hure',
+    'schlampe',
+    'verfickt',
+    'gefickt',
+    'schwuchtel',
+    'muschi',
+    'hurensohn',
+    'kacke',
+    'pisse',
+    'scheißkerl',
+    'arsch',
+  ],
+  es: [
+    'mierda',
+    'puta',
+    'cabrón',
+    'maricón',
+    'polla',
+    'coño',
+    'joder',
+    'gilipollas',
+    'pendejo',
+    'culo',
+    'mamada',
+    'tetas',
+    'cojones',
+    'verga',
+    'chingada',
+  ],
+  fr: [
+    'merde',
+    'putain',
+    'connard',
+    'salope',
+    'enculé',
+    'pute',
+    'enfoiré',
+    'chatte',
+    'branleur',
+    'couilles',
+    'nique',
+    'foutre',
+    'connasse',
+    'salaud',
+    'bâtard',
+  ],
+  it: [
+    'cazzo',
+    'stronzo',
+    'vaffanculo',
+    'puttana',
+    'troia',
+    'coglione',
+    'minchia',
+    'merda',
+    'figa',
+    'zoccola',
+    'frocio',
+    'mignotta',
+    'stronzata',
+    'pompino',
+    'culo',
+  ],
+};
+
+const LEET: Record<string, string> = { a: '4', e: '3', i: '1', o: '0', s: '5', t: '7' };
+/** Cyrillic letters that look like Latin ones. */
+const CYRILLIC: Record<string, string> = { a: 'а', c: 'с', e: 'е', o: 'о', p: 'р' };
+const SYMBOLS: Record<string, string> = { a: '@', s: '$', i: '!' };
+
+function replaceFirst(word: string, table: Record<string, string>, times = 1): string | null {
+  let result = word;
+  let done = 0;
+  for (let index = 0; index < result.length && done < times; index++) {
+    const swap = table[result[index] as string];
+    if (swap !== undefined && index > 0) {
+      result = result.slice(0, index) + swap + result.slice(index + 1);
+      done++;
+    }
+  }
+  return done === times ? result : null;
+}
+
+/** The full-width form of each ASCII letter ("ｆｕｃｋ"). */
+function fullWidth(word: string): string {
+  return word.replace(/[a-z]/gi, (letter) => String.fromCharCode(letter.charCodeAt(0) + 0xfee0));
+}
+
+/**
+ * Ways people disguise a word: case, punctuation around, spelling apart, repeats, symbols, leet,
+ * look-alike letters of other scripts.
+ */
+function disguises(word: string): string[] {
+  const letters = [...word];
+  const vowel = letters.findIndex((letter, index) => index > 0 && /[aeiouäöüéèóíáú]/.test(letter));
+  const stretched =
+    vowel > 0
+      ? letters.map((letter, index) => (index === vowel ? letter.repeat(4) : letter)).join('')
+      : null;
+  const starred =
+    vowel > 0 && vowel < letters.length - 1
+      ? letters.map((letter, index) => (index === vowel ? '*' : letter)).join('')
+      : null;
+  const variants = [
+    word,
+    word.toUpperCase(),
+    letters.map((letter, index) => (index % 2 ? letter.toUpperCase() : letter)).join(''),
+    word[0]?.toUpperCase() + word.slice(1),
+    `"${word}!"`,
+    `(${word})`,
+    `...${word}?!`,
+    `*${word}*`,
+    `#${word}`,
+    letters.join(' '),
+    letters.join('.'),
+    letters.join('-'),
+    letters.join('_'),
+    letters.join('  '),
+    stretched,
+    `${word}${(letters[letters.length - 1] as string).repeat(3)}`,
+    starred,
+    replaceFirst(word, SYMBOLS),
+    replaceFirst(word, LEET),
+    replaceFirst(word, LEET, 2),
+    replaceFirst(word, CYRILLIC),
+    fullWidth(word),
+  ];
+  return variants.filter((variant): variant is string => variant !== null);
+}
+
+/** Each language's obscene words in disguise, each in a sentence of its own. */
+export function evasionCorpus(): Record<Language, string[]> {
+  const corpus = {} as Record<Language, string[]>;
+  for (const language of LANGUAGES) {
+    corpus[language] = OBSCENE_WORDS[language].flatMap((word) =>
+      disguises(word).map((disguised) => `Then he said ${disguised} and left.`),
+    );
+  }
+  return corpus;
+}
