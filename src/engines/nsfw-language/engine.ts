@@ -30,7 +30,9 @@ function traceLines(result: LanguageResult, contentType: string): string[] {
   if (result.testSample) lines.push('nsfw-language: en: the language test sample');
   const byLanguage = new Map<string, LanguageMatch[]>();
   for (const match of result.matches) {
-    byLanguage.set(match.language, [...(byLanguage.get(match.language) ?? []), match]);
+    const list = byLanguage.get(match.language) ?? [];
+    list.push(match);
+    byLanguage.set(match.language, list);
   }
   for (const [language, matches] of [...byLanguage].sort(([a], [b]) => a.localeCompare(b))) {
     // The detector lists the first matches of each language and counts the rest.
