@@ -115,6 +115,21 @@ describe('nsfw-language engine', () => {
     assert.deepEqual((await examine(Buffer.from(deep), 'application/json')).findings, []);
   });
 
+  test('JSON of millions of empty arrays costs no more than its text; text between strings is read whole', async () => {
+    // 15 MB of `[],`: parsed whole, this tree needs hundreds of MB; a 64 MB worker reads it.
+    const frugal = await NsfwLanguageEngine.create({ poolSize: 1, workerHeapMb: 64 });
+    try {
+      const arrays = Buffer.from(`[${'[],'.repeat(5_000_000)}"shit"]`);
+      const report = await frugal.examine(arrays, 'application/json', signal());
+      assert.deepEqual(report.findings, [EN]);
+    } finally {
+      await frugal.close();
+    }
+    // Not quite JSON: a word outside the strings is still read.
+    const loose = await examine(Buffer.from('{"a": "clean"} fuck'), 'application/json');
+    assert.deepEqual(loose.findings, [EN]);
+  });
+
   test('the offsets go into the trace, not the findings', async () => {
     const report = await examine(Buffer.from('Well, shit happens.'), 'text/plain');
     assert.deepEqual(report.findings, [EN]);

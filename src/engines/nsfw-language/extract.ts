@@ -25,27 +25,44 @@ function decodeText(content: Uint8Array): string {
   return new TextDecoder('utf-8').decode(content);
 }
 
-/** Every string in a JSON document, keys included, a line each: escapes such as \u0066 resolved. */
+/** What may stand between a JSON document's strings: structure, numbers, literals, white space. */
+const JSON_OUTSIDE_STRINGS = /^[\s[\]{},:0-9.eE+\-truefalsn]*$/;
+
+/**
+ * Every string in a JSON document, keys included, a line each, escapes such as \u0066 resolved.
+ * Read by one scan for string literals, never by parsing the whole document: a tree of millions of
+ * empty arrays costs a worker hundreds of MB (and a fatal out-of-memory can take the process with
+ * it), while the literals alone cost no more than the text. Text with anything but JSON between its
+ * strings is not quite JSON after all, and is read whole.
+ */
 function jsonStrings(text: string): string {
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    return text; // not quite JSON after all: its text is still worth reading
-  }
-  // Depth-first with a stack of its own: a deeply nested document must not overflow the call stack.
   const strings: string[] = [];
-  const pending: unknown[] = [document];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value === 'string') strings.push(value);
-    else if (Array.isArray(value))
-      for (let i = value.length - 1; i >= 0; i--) pending.push(value[i]);
-    else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value).reverse()) pending.push(item, key);
+  let outside = '';
+  let position = 0;
+  while (position < text.length) {
+    const open = text.indexOf('"', position);
+    if (open === -1) {
+      outside += text.slice(position);
+      break;
+    }
+    outside += text.slice(position, open);
+    let close = open + 1;
+    // Past escaped characters (\" included) to the closing quote.
+    while (close < text.length && text[close] !== '"') close += text[close] === '\\' ? 2 : 1;
+    if (close >= text.length) return text;
+    try {
+      strings.push(JSON.parse(text.slice(open, close + 1)) as string);
+    } catch {
+      return text; // an invalid literal (a raw control character, a bad escape)
+    }
+    position = close + 1;
+    // The residue is checked as it grows, so it never holds more than a little of the text.
+    if (outside.length > 4096) {
+      if (!JSON_OUTSIDE_STRINGS.test(outside)) return text;
+      outside = '';
     }
   }
-  return strings.join('\n');
+  return JSON_OUTSIDE_STRINGS.test(outside) ? strings.join('\n') : text;
 }
 
 const NAMED_ENTITIES: Record<string, string> = {
