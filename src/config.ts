@@ -60,6 +60,8 @@ export interface Config {
   requestIdleTimeoutMs: number;
   /** Synchronous scans (v2.x POST /files, v1.0 POST /api/scan/) at once; beyond it, 503. */
   syncConcurrency: number;
+  /** Synchronous scans of one account at once (at most syncConcurrency); beyond it, 503. */
+  accountSyncConcurrency: number;
 }
 
 export interface RateLimitSetting {
@@ -141,6 +143,10 @@ export const SETTINGS = {
   ASSAY_SYNC_CONCURRENCY: {
     default: '16',
     doc: 'Synchronous scans at once; beyond it 503 with Retry-After, before the body is read.',
+  },
+  ASSAY_ACCOUNT_SYNC_CONCURRENCY: {
+    default: '8',
+    doc: 'Synchronous scans of one account at once (at most ASSAY_SYNC_CONCURRENCY).',
   },
 } as const;
 
@@ -304,6 +310,7 @@ function trustProxy(env: Env): boolean | string[] {
 
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
+  const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
   return {
     host: read(env, 'ASSAY_HOST'),
     port: integer(env, 'ASSAY_PORT', 0, 65535),
@@ -336,7 +343,11 @@ export function loadConfig(env: Env = process.env): Config {
     callbackDestinationConcurrency: integer(env, 'ASSAY_CALLBACK_DESTINATION_CONCURRENCY', 1, 64),
     requestTimeoutMs: integer(env, 'ASSAY_REQUEST_TIMEOUT', 1, 86_400) * 1000,
     requestIdleTimeoutMs: integer(env, 'ASSAY_REQUEST_IDLE_TIMEOUT', 1, 86_400) * 1000,
-    syncConcurrency: integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000),
+    syncConcurrency,
+    accountSyncConcurrency: Math.min(
+      syncConcurrency,
+      integer(env, 'ASSAY_ACCOUNT_SYNC_CONCURRENCY', 1, 10_000),
+    ),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

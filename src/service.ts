@@ -174,7 +174,7 @@ export async function startService(
         spool,
         jobs,
         outbound,
-        syncScans: new SyncScanLimit(config.syncConcurrency),
+        syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
       },
       logger,
     );

@@ -69,6 +69,7 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_REQUEST_TIMEOUT', '0'],
     ['ASSAY_REQUEST_IDLE_TIMEOUT', 'soon'],
     ['ASSAY_SYNC_CONCURRENCY', '0'],
+    ['ASSAY_ACCOUNT_SYNC_CONCURRENCY', '0'],
   ];
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {

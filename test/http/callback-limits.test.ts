@@ -144,7 +144,10 @@ describe('callback limits', () => {
 
   test('a destination that keeps failing is backed off as a whole, without using up the attempts of its deliveries', async (t) => {
     // 20 synchronous uploads at once: more than the default cap on synchronous scans.
-    const svc = await buildService(t, env({ ASSAY_SYNC_CONCURRENCY: '32' }));
+    const svc = await buildService(
+      t,
+      env({ ASSAY_SYNC_CONCURRENCY: '32', ASSAY_ACCOUNT_SYNC_CONCURRENCY: '32' }),
+    );
     let healthy = false;
     const receiver = await startLocalServer((_request, response) => {
       response.writeHead(healthy ? 200 : 503);

@@ -174,6 +174,37 @@ describe('synchronous scans at once (ASSAY_SYNC_CONCURRENCY)', () => {
     assert.equal(after.status, 200);
   });
 
+  test("one account's slow uploads take at most its share (ASSAY_ACCOUNT_SYNC_CONCURRENCY); another account still scans", async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_SYNC_CONCURRENCY: '4',
+      ASSAY_ACCOUNT_SYNC_CONCURRENCY: '2',
+    });
+    const content = randomContent(50_000);
+    const trickling = [startUpload(svc, content), startUpload(svc, content)];
+    for (const { request } of trickling) request.send(content.subarray(0, 1000));
+    await sleep(300);
+    const third = await fetch(`${svc.url}/v2.2/files`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: uploadForm('a third upload of the same account'),
+    });
+    assert.equal(third.status, 503);
+    assert.equal(third.headers.get('retry-after'), '2');
+    assert.match(((await third.json()) as { error: string }).error, /this account/);
+    const other = await svc.createAccountKey();
+    for (let i = 0; i < 2; i++) {
+      const answer = await fetch(`${svc.url}/v2.2/files`, {
+        method: 'POST',
+        headers: { authorization: other.auth },
+        body: uploadForm(`another account's upload ${i}`),
+      });
+      assert.equal(answer.status, 201, 'slots are left for other accounts');
+      await answer.arrayBuffer();
+    }
+    for (const { request } of trickling) request.socket.destroy();
+  });
+
   test('a client that disconnects mid-upload gives its slot back', async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_SYNC_CONCURRENCY: '1' });
     for (let round = 0; round < 3; round++) {

@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { HttpError } from '../http-error.js';
+import { principalOf } from './authentication.js';
 
 /** Seconds a client refused for capacity is asked to wait: synchronous scans mostly take less. */
 const RETRY_AFTER_SECONDS = 2;
 
 /**
- * Holds every route declared with `config: { syncScan: true }` to the service's cap on concurrent
- * synchronous scans. The slot is taken before the handler reads a byte of the body and released
+ * Holds every route declared with `config: { syncScan: true }` to the service's caps on concurrent
+ * synchronous scans, in all and per account. The slot is taken before the handler reads a byte of the body and released
  * when the handler is done, whichever way it ends, so a client that vanishes cannot leak it.
  */
 export const syncScanLimit = fp(async (app: FastifyInstance) => {
@@ -20,11 +21,15 @@ export const syncScanLimit = fp(async (app: FastifyInstance) => {
       request: FastifyRequest,
       reply: FastifyReply,
     ) {
-      const release = limit.tryAcquire();
-      if (release === null) {
+      const release = limit.tryAcquire(principalOf(request).accountId);
+      if (typeof release !== 'function') {
+        const held =
+          release.refusedBy === 'service'
+            ? `${limit.capacity} synchronous scans are in progress`
+            : `this account has ${limit.perAccount} synchronous scans in progress`;
         throw new HttpError(
           503,
-          `busy: ${limit.capacity} synchronous scans are in progress; retry after ${RETRY_AFTER_SECONDS} s or submit asynchronously`,
+          `busy: ${held}; retry after ${RETRY_AFTER_SECONDS} s or submit asynchronously`,
           { 'retry-after': String(RETRY_AFTER_SECONDS) },
         );
       }
