@@ -16,6 +16,9 @@ const env = (more: Record<string, string> = {}) => ({
   ASSAY_CLAMD: clamd.socket,
   ASSAY_FETCH_ALLOW: '127.0.0.1/32',
   ASSAY_CALLBACK_RETRY_BASE_MS: '100',
+  // Bursts of synchronous uploads set up the deliveries: above the default caps on sync scans.
+  ASSAY_SYNC_CONCURRENCY: '32',
+  ASSAY_ACCOUNT_SYNC_CONCURRENCY: '32',
   ...more,
 });
 
