@@ -10,7 +10,7 @@ const PROBE_TIMEOUT_MS = 10_000;
  * failed, a probe scans known harmless content through the same path (clamd's INSTREAM with its
  * temporary file, the type detector). If that works, the engine answers other content and the
  * failure is the item's; if not (clamd down, refusing, erroring or hung), it is an outage.
- * Concurrent failures share a probe, as long as it started after their failure.
+ * A probe in flight is shared by the failures that happened before it started.
  */
 export class EngineProbe {
   private current: { startedAt: number; answers: Promise<boolean> } | null = null;

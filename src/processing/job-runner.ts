@@ -203,12 +203,11 @@ export class JobRunner {
       await this.giveUp(job, `gave up after ${job.attempts - 1} attempts; the last ${last}`);
       return;
     }
-    const startedAt = Date.now();
     try {
       await this.process(job);
       this.waiting.delete(job.id);
     } catch (error) {
-      await this.failed(job, error, startedAt);
+      await this.failed(job, error);
     }
   }
 
@@ -267,14 +266,15 @@ export class JobRunner {
   }
 
   /** Decides what a failed attempt means: an outage to wait out, or a counted failure. */
-  private async failed(job: Job, error: unknown, startedAt: number): Promise<void> {
+  private async failed(job: Job, error: unknown): Promise<void> {
+    const failedAt = Date.now();
     if (error instanceof RecordingError) {
       // The store, not the item: wait like an outage (the writes below may fail as well).
       this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
       await this.waitForEngine(job, `${error.message}: ${describe(error.cause)}`);
       return;
     }
-    if (error instanceof EngineUnavailableError && !(await this.probe.answers(startedAt))) {
+    if (error instanceof EngineUnavailableError && !(await this.probe.answers(failedAt))) {
       await this.waitForEngine(job, error.message);
       return;
     }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { uploadForm } from '../helpers/content.js';
+import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
@@ -16,7 +16,7 @@ let remote: LocalServer;
 before(async () => {
   remote = await startLocalServer((request, response) => {
     if (request.url.startsWith('/never')) return new Promise(() => {});
-    response.end(`content of ${request.url}`);
+    response.end(randomContent(1024));
   });
 });
 after(() => remote.close());
@@ -61,15 +61,17 @@ describe('async work is shared fairly between accounts', () => {
     const response = await fetch(`${svc.url}/v2.2/files/async`, {
       method: 'POST',
       headers: { authorization: b.auth },
-      body: uploadForm('twenty bytes of text'),
+      body: uploadForm(randomContent(64)),
     });
     assert.equal(response.status, 202);
     const { id } = (await response.json()) as { id: string };
     const result = await pollResult(svc.url, b.auth, id, 5_000);
-    assert.deepEqual(result.findings, []);
+    assert.deepEqual(result.findings, [], JSON.stringify(result));
     const elapsed = Date.now() - started;
     assert.ok(elapsed < 5_000, `B's result took ${elapsed} ms`);
-    // A holds half the slots (the default cap), whatever it queued.
+    // A holds half the slots (the default cap), whatever it queued, and no more.
+    const deadline = Date.now() + 5_000;
+    while (requestsFor('/never/') < 2 && Date.now() < deadline) await sleep(20);
     await sleep(500);
     assert.equal(requestsFor('/never/'), 2, 'account A has 2 jobs in flight');
   });

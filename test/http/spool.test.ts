@@ -167,7 +167,7 @@ describe('orphan spool files', () => {
     const id = () => randomBytes(16).toString('hex');
     const names = { orphan: id(), orphanPart: `${id()}.part`, young: id(), referenced: id() };
     const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
-    const svc = await buildService(t, env(), logger, async (dataDir, store) => {
+    const svc = await buildService(t, env(), logger, {}, async (dataDir, store) => {
       const spool = join(dataDir, 'spool');
       await mkdir(spool, { recursive: true });
       for (const [what, name] of Object.entries(names)) {
