@@ -318,7 +318,7 @@ export class JobRunner {
       if (!noted) {
         await store.trace.append(
           job.id,
-          `${reason}; waiting for the engine (retried every ${this.options.engineRetryMs} ms, without using an attempt)`,
+          `${reason}; waiting: tried again every ${this.options.engineRetryMs} ms, without using an attempt`,
         );
       }
       await store.jobs.release(job.id, retryAt, { refund: true });

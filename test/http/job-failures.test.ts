@@ -89,7 +89,7 @@ describe('a job the engine fails on', () => {
     await pending.arrayBuffer();
     const trace = await traceOf(svc.url, svc.auth, id);
     // One line for the wait, not one per retry.
-    assert.equal(trace.filter((m) => /waiting for the engine/.test(m)).length, 1, trace.join('\n'));
+    assert.equal(trace.filter((m) => /; waiting: /.test(m)).length, 1, trace.join('\n'));
     await managed.start();
     const result = await pollResult(svc.url, svc.auth, id);
     assert.equal(result.checksum, sha1(content));
