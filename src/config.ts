@@ -62,6 +62,14 @@ export interface Config {
   syncConcurrency: number;
   /** Synchronous scans of one account at once (at most syncConcurrency); beyond it, 503. */
   accountSyncConcurrency: number;
+  /** Attempts of a job (engine outages excepted) before it ends as an error result. */
+  jobMaxAttempts: number;
+  /** A job waiting out an engine outage ends as an error result once this old. */
+  jobMaxAgeMs: number;
+  /** How long a claimed job is held without renewal (renewed while it runs). */
+  jobLeaseMs: number;
+  /** Jobs of one account in flight at most. */
+  accountJobConcurrency: number;
 }
 
 export interface RateLimitSetting {
@@ -87,9 +95,15 @@ export const SETTINGS = {
   ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },
   ASSAY_FETCH_ALLOW: { default: '', doc: 'CIDRs and host names outbound requests may reach.' },
-  ASSAY_FETCH_TIMEOUT: { default: '300', doc: 'Seconds a remote download may take in all.' },
+  ASSAY_FETCH_TIMEOUT: {
+    default: '300',
+    doc: 'Seconds a remote download and its scan may take in all.',
+  },
   ASSAY_JOB_CONCURRENCY: { default: '8', doc: 'Asynchronous items processed at once.' },
-  ASSAY_ENGINE_RETRY_MS: { default: '5000', doc: 'Wait before retrying a job the engine missed.' },
+  ASSAY_ENGINE_RETRY_MS: {
+    default: '5000',
+    doc: 'Wait before retrying a job the engine missed (doubling for counted attempts).',
+  },
   ASSAY_CALLBACK_RETRY_BASE_MS: { default: '10000', doc: 'First callback retry delay (doubles).' },
   ASSAY_CALLBACK_MAX_AGE: {
     default: '86400',
@@ -147,6 +161,22 @@ export const SETTINGS = {
   ASSAY_ACCOUNT_SYNC_CONCURRENCY: {
     default: '8',
     doc: 'Synchronous scans of one account at once (at most ASSAY_SYNC_CONCURRENCY).',
+  },
+  ASSAY_JOB_MAX_ATTEMPTS: {
+    default: '5',
+    doc: 'Attempts of an async item (engine outages excepted) before it ends with an error.',
+  },
+  ASSAY_JOB_MAX_AGE: {
+    default: '86400',
+    doc: 'Seconds an async item waits out an engine outage before it ends with an error.',
+  },
+  ASSAY_JOB_LEASE: {
+    default: '60',
+    doc: 'Seconds a claimed job is held (renewed while it runs); a dead worker’s jobs resume after it.',
+  },
+  ASSAY_ACCOUNT_JOB_CONCURRENCY: {
+    default: '0',
+    doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
   },
 } as const;
 
@@ -308,6 +338,13 @@ function trustProxy(env: Env): boolean | string[] {
   return entries;
 }
 
+/** 0 (the default) leaves half the job slots to other accounts. */
+function accountJobConcurrency(env: Env): number {
+  const value = integer(env, 'ASSAY_ACCOUNT_JOB_CONCURRENCY', 0, 256);
+  if (value > 0) return value;
+  return Math.ceil(integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256) / 2);
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
@@ -348,6 +385,10 @@ export function loadConfig(env: Env = process.env): Config {
       syncConcurrency,
       integer(env, 'ASSAY_ACCOUNT_SYNC_CONCURRENCY', 1, 10_000),
     ),
+    jobMaxAttempts: integer(env, 'ASSAY_JOB_MAX_ATTEMPTS', 1, 1000),
+    jobMaxAgeMs: integer(env, 'ASSAY_JOB_MAX_AGE', 1, 30 * 86_400) * 1000,
+    jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
+    accountJobConcurrency: accountJobConcurrency(env),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -155,7 +155,11 @@ export async function startService(
       processor,
       {
         concurrency: config.jobConcurrency,
+        accountConcurrency: config.accountJobConcurrency,
         engineRetryMs: config.engineRetryMs,
+        maxAttempts: config.jobMaxAttempts,
+        maxAgeMs: config.jobMaxAgeMs,
+        leaseMs: config.jobLeaseMs,
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,

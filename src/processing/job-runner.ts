@@ -1,34 +1,65 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { Job, TraceEvent } from '../store/records.js';
+import type { Job } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
+import { EngineProbe } from './engine-probe.js';
 import { ContentNotExaminedError, EngineUnavailableError } from './errors.js';
-import type { SubmissionVersion } from './file-result.js';
-import { LEGACY_CATEGORIES } from './legacy-result.js';
-import type { ContentProcessor, ScannedContent, Submission } from './process-content.js';
-import { fetchAndScan, RemoteContentError } from './remote-content.js';
+import { type JobScanOptions, scanJob, submissionOf } from './job-work.js';
+import type { ContentProcessor } from './process-content.js';
+import { RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
 
-export interface JobRunnerOptions {
+export interface JobRunnerOptions extends JobScanOptions {
   concurrency: number;
-  /** Wait before trying again a job whose engine could not scan. */
+  /** Jobs of one account in flight at most, so other accounts always find a free slot. */
+  accountConcurrency: number;
+  /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
   engineRetryMs: number;
-  fetch: OutboundOptions & { maxBytes: number };
-  /** v1.0 jobs' limits: uploads up to the legacy POST size, fetches up to the engine's. */
-  legacy: { maxPostBytes: number; maxFetchBytes: number };
+  /** Attempts (outages excepted) after which a job ends as an error result. */
+  maxAttempts: number;
+  /** A job waiting out an engine outage ends as an error result once this old. */
+  maxAgeMs: number;
+  /** How long a claim holds a job; renewed while it runs, so a dead worker's jobs come back. */
+  leaseMs: number;
 }
 
-/** A job that fails this often for reasons other than the engine becomes an error result. */
-const MAX_ATTEMPTS = 10;
+/** The longest wait between counted attempts. */
+const MAX_RETRY_DELAY_MS = 10 * 60_000;
+/** The longest wait between tries to put a job back while the store refuses writes. */
+const MAX_STORE_RETRY_DELAY_MS = 60_000;
+/** Spool files no job refers to are removed once this old (an upload in progress is younger). */
+const SPOOL_ORPHAN_GRACE_MS = 60 * 60_000;
+const SPOOL_SWEEP_INTERVAL_MS = 15 * 60_000;
+
+/** Recording a job's outcome failed (a store write): nothing is the item's fault. */
+class RecordingError extends Error {}
 
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
- * A job whose engine is down waits and is tried again; it never becomes a clean result.
+ *
+ * - Claims are fair: accounts with due jobs take turns, each with at most `accountConcurrency`
+ *   jobs in flight. A claim is a lease in the store (renewed while the job runs), so a job whose
+ *   worker died is claimed again when the lease ends, by this process or another.
+ * - Attempts are counted at the claim, so a job whose processing ends the process stops after
+ *   `maxAttempts` instead of ending it at every start.
+ * - An engine failure is probed (EngineProbe): if the engine scans other content, the item is to
+ *   blame and the attempt counts; if not, it is an outage, and the job waits without using an
+ *   attempt, up to `maxAgeMs`. A job that runs out of either ends as a result with `error`, never
+ *   a clean verdict.
+ * - A failed store write never ends the loop: it is logged, and the job is put back (its attempt
+ *   not counted) once the store takes writes again.
  */
 export class JobRunner {
   private readonly active = new Map<string, Promise<void>>();
   private readonly loop: WorkLoop;
+  private readonly probe: EngineProbe;
+  /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
+  private readonly waiting = new Set<string>();
+  /** The account served last: claims go round-robin from the next one. */
+  private lastAccount = '';
+  private timers: NodeJS.Timeout[] = [];
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly store: Store,
@@ -37,17 +68,33 @@ export class JobRunner {
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
   ) {
+    this.probe = new EngineProbe(processor);
     this.loop = new WorkLoop(
       () => this.tick(),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
     );
   }
 
-  /** Resumes what a previous process left unfinished, then runs jobs as they come. */
+  /**
+   * Runs jobs as they come. What a previous process left unfinished runs again once its lease
+   * ends. The spool is swept of orphans now and then.
+   */
   async start(): Promise<void> {
-    const resumed = await this.store.jobs.resetProcessing();
-    if (resumed > 0) this.logger.info({ resumed }, 'resuming unfinished jobs');
+    const held = await this.store.jobs.inFlightByAccount(new Date().toISOString());
+    const count = [...held.values()].reduce((sum, n) => sum + n, 0);
+    if (count > 0) {
+      this.logger.info(
+        { jobs: count, leaseMs: this.options.leaseMs },
+        'jobs claimed before (by a process that stopped?) resume when their lease ends',
+      );
+    }
     this.loop.start();
+    this.timers = [
+      setInterval(() => void this.renewLeases(), this.options.leaseMs / 3),
+      setInterval(() => void this.sweepSpool(), SPOOL_SWEEP_INTERVAL_MS),
+    ];
+    for (const timer of this.timers) timer.unref();
+    void this.sweepSpool();
   }
 
   /**
@@ -69,127 +116,264 @@ export class JobRunner {
     const timeout = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, graceMs, 'timeout').unref(),
     );
-    if ((await Promise.race([Promise.all(this.active.values()), timeout])) === 'timeout') {
+    const finished = await Promise.race([Promise.all(this.active.values()), timeout]);
+    // Jobs still waiting for the store to take their outcome are parked (or left to their lease).
+    this.stopping.abort();
+    if (finished === 'timeout') {
       const parked = running.filter((id) => this.active.has(id));
-      for (const id of parked) await this.store.jobs.release(id, new Date().toISOString());
+      const now = new Date().toISOString();
+      for (const id of parked) {
+        // Not the job's fault: the attempt does not count. If the write fails, the lease ends it.
+        await this.store.jobs
+          .release(id, now, { refund: true })
+          .catch((error: unknown) =>
+            this.logger.error({ err: error, job: id }, 'could not park a job'),
+          );
+      }
       this.logger.warn({ parked }, 'jobs still running at shutdown were parked for the next start');
     }
+    for (const timer of this.timers) clearInterval(timer);
   }
 
   private async tick(): Promise<number> {
     const free = this.options.concurrency - this.active.size;
     if (free <= 0) return 60_000; // a finishing job wakes the loop
+    // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
+    if (await this.claimFairly(free)) return 1000;
+    const next = await this.store.jobs.nextDue();
+    if (next === null) return 1000;
+    return Math.min(1000, Date.parse(next) - Date.now());
+  }
+
+  /**
+   * Fills up to `free` slots, one job per account in turn (the account's oldest due job), skipping
+   * accounts at their cap. True when due jobs were left because their accounts are at the cap.
+   */
+  private async claimFairly(free: number): Promise<boolean> {
     const now = new Date().toISOString();
-    const due = (await this.store.jobs.due(now, free + this.active.size)).filter(
-      (id) => !this.active.has(id),
-    );
-    for (const id of due.slice(0, free)) {
-      const job = await this.store.jobs.claim(id);
-      if (job === null) continue; // another worker took it
+    const leaseUntil = new Date(Date.now() + this.options.leaseMs).toISOString();
+    const inFlight = await this.store.jobs.inFlightByAccount(now);
+    // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
+    const passed = new Set<string>();
+    while (free > 0) {
+      const next =
+        (await this.store.jobs.nextDueAfter(this.lastAccount, now)) ??
+        (this.lastAccount === '' ? null : await this.store.jobs.nextDueAfter('', now));
+      if (next === null) return false;
+      this.lastAccount = next.accountId;
+      if (passed.has(next.accountId)) return true;
+      const running = inFlight.get(next.accountId) ?? 0;
+      const job =
+        running >= this.options.accountConcurrency || this.active.has(next.id)
+          ? null
+          : await this.store.jobs.claim(next.id, now, leaseUntil);
+      if (job === null) {
+        passed.add(next.accountId);
+        continue;
+      }
+      passed.clear();
+      inFlight.set(job.accountId, running + 1);
+      free -= 1;
       const run = this.run(job).finally(() => {
         this.active.delete(job.id);
         this.loop.notify();
       });
       this.active.set(job.id, run);
     }
-    const next = await this.store.jobs.nextDue();
-    if (next === null) return 1000;
-    return Math.min(1000, Date.parse(next) - Date.now());
+    return false;
   }
 
+  /** Never rejects: an outcome that cannot be stored is retried until the store takes it. */
   private async run(job: Job): Promise<void> {
     try {
-      await this.process(job);
+      await this.attempt(job);
     } catch (error) {
-      const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
-      if (error instanceof EngineUnavailableError) {
-        await this.store.trace.append(job.id, `${error.message}; trying again at ${retryAt}`);
-        await this.store.jobs.release(job.id, retryAt);
-        this.logger.warn({ job: job.id, retryAt }, 'engine unavailable; job will be retried');
+      await this.releaseWhenPossible(job, error);
+    }
+  }
+
+  private async attempt(job: Job): Promise<void> {
+    if (job.attempts > this.options.maxAttempts) {
+      // Counted when claimed: this job's attempts ended without an outcome, maybe the process.
+      const lastError = job.lastError ?? null;
+      const last =
+        lastError === null
+          ? 'ended without an outcome (the process may have stopped during it)'
+          : `failed: ${lastError}`;
+      await this.giveUp(job, `gave up after ${job.attempts - 1} attempts; the last ${last}`);
+      return;
+    }
+    try {
+      await this.process(job);
+      this.waiting.delete(job.id);
+    } catch (error) {
+      await this.failed(job, error);
+    }
+  }
+
+  /**
+   * The store refused to record what became of the job (say, the disk is full). The job keeps its
+   * slot and is put back, its attempt not counted, as soon as the store takes writes again; at
+   * shutdown, or if this process dies, its lease brings it back instead.
+   */
+  private async releaseWhenPossible(job: Job, error: unknown): Promise<void> {
+    this.logger.error(
+      { err: error, job: job.id },
+      'could not record what became of a job; it is released once the store takes writes again',
+    );
+    for (let delay = this.options.engineRetryMs; !this.stopping.signal.aborted; ) {
+      await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => {});
+      if (this.stopping.signal.aborted) return;
+      try {
+        await this.store.jobs.release(job.id, new Date().toISOString(), { refund: true });
+        this.logger.info({ job: job.id }, 'job released after the store failed');
         return;
+      } catch (retryError) {
+        this.logger.error({ err: retryError, job: job.id }, 'could not release a job yet');
       }
-      this.logger.error({ err: error, job: job.id, attempt: job.attempts }, 'job failed');
-      if (job.attempts >= MAX_ATTEMPTS) {
-        await this.processor.recordFailure(
-          job.id,
-          await this.submissionOf(job),
-          'processing failed repeatedly',
-          job.creationDate,
-          [],
-        );
-        await this.removeSpool(job);
-      } else {
-        await this.store.jobs.release(job.id, retryAt);
-      }
+      delay = Math.min(2 * delay, MAX_STORE_RETRY_DELAY_MS);
     }
   }
 
   private async process(job: Job): Promise<void> {
-    const submission = await this.submissionOf(job);
+    const submission = await submissionOf(this.store, job);
+    let outcome: () => Promise<unknown>;
     try {
-      const { scanned, events } = await this.scanJob(job, submission);
-      await this.processor.record(scanned, submission, { jobId: job.id, events });
+      const { scanned, events } = await scanJob(
+        job,
+        submission,
+        this.processor,
+        this.spool,
+        this.options,
+      );
+      outcome = () => this.processor.record(scanned, submission, { jobId: job.id, events });
     } catch (error) {
       // A failed download, or content no engine can decide on (a corrupt image, a document past
       // its caps), is the same on every retry: a finished job with an error, never clean.
       if (!(error instanceof RemoteContentError || error instanceof ContentNotExaminedError)) {
         throw error;
       }
-      await this.processor.recordFailure(job.id, submission, error.message, job.creationDate, []);
+      const message = error.message;
+      outcome = () =>
+        this.processor.recordFailure(job.id, submission, message, job.creationDate, []);
+    }
+    try {
+      await outcome();
+    } catch (error) {
+      throw new RecordingError('the outcome could not be recorded', { cause: error });
     }
     await this.removeSpool(job);
   }
 
-  /** The job's content, spooled or downloaded, through the engines of its key's categories. */
-  private async scanJob(
-    job: Job,
-    submission: Submission,
-  ): Promise<{ scanned: ScannedContent; events: TraceEvent[] }> {
-    const legacy = submission.version === 'v1.0' ? this.options.legacy : null;
-    const categories = submission.principal.detectionCategories;
-    if (job.kind === 'upload') {
-      if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
-      const scanned = await this.processor.scan(this.spool.read(job.spoolPath), {
-        categories,
-        receivedAt: job.creationDate,
-        maxBytes: legacy?.maxPostBytes,
-      });
-      return { scanned, events: [] };
+  /** Decides what a failed attempt means: an outage to wait out, or a counted failure. */
+  private async failed(job: Job, error: unknown): Promise<void> {
+    const failedAt = Date.now();
+    if (error instanceof RecordingError) {
+      // The store, not the item: wait like an outage (the writes below may fail as well).
+      this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
+      await this.waitForEngine(job, `${error.message}: ${describe(error.cause)}`);
+      return;
     }
-    const { scanned, downloaded } = await fetchAndScan(
-      this.processor,
-      job.location ?? '',
-      legacy === null
-        ? this.options.fetch
-        : { ...this.options.fetch, maxBytes: legacy.maxFetchBytes },
-      job.creationDate,
-      categories,
+    if (error instanceof EngineUnavailableError && !(await this.probe.answers(failedAt))) {
+      await this.waitForEngine(job, error.message);
+      return;
+    }
+    // The engine scans other content (or the failure is unexpected): this item counts it.
+    const reason = describe(error);
+    this.logger.warn(
+      { err: error, job: job.id, attempt: job.attempts, maxAttempts: this.options.maxAttempts },
+      'job attempt failed',
     );
-    return { scanned, events: [downloaded] };
+    if (job.attempts >= this.options.maxAttempts) {
+      await this.giveUp(job, `gave up after ${job.attempts} attempts; the last failed: ${reason}`);
+      return;
+    }
+    const delay = Math.min(
+      this.options.engineRetryMs * 2 ** (job.attempts - 1),
+      Math.max(MAX_RETRY_DELAY_MS, this.options.engineRetryMs),
+    );
+    const retryAt = new Date(Date.now() + delay).toISOString();
+    await this.store.transaction(async (store) => {
+      await store.trace.append(
+        job.id,
+        `attempt ${job.attempts} of ${this.options.maxAttempts} failed: ${reason}; trying again at ${retryAt}`,
+      );
+      await store.jobs.release(job.id, retryAt, { refund: false, error: reason });
+    });
   }
 
-  private async submissionOf(job: Job): Promise<Submission> {
-    const key = await this.store.apiKeys.find(job.apiKeyId);
-    return {
-      principal: {
-        accountId: job.accountId,
-        keyId: job.apiKeyId,
-        tokenId: null,
-        detectionCategories:
-          job.apiVersion === 'v1.0' ? [...LEGACY_CATEGORIES] : (key?.detectionCategories ?? []),
-        // Accepted work is finished even if the balance ran out since: it was paid for at submission.
-        balanceExhausted: false,
-        // Rate limits apply to requests; the job's request was already counted.
-        rateLimit: null,
-      },
-      version: job.apiVersion as SubmissionVersion,
-      metadata: job.metadata,
-      callback: job.callback,
-      legacy: job.legacy ?? null,
-    };
+  /** The engine (or the store) fails for everyone: wait without using an attempt, up to the age limit. */
+  private async waitForEngine(job: Job, reason: string): Promise<void> {
+    const ageMs = Date.now() - Date.parse(job.creationDate);
+    if (ageMs >= this.options.maxAgeMs) {
+      await this.giveUp(
+        job,
+        `could not be processed for ${Math.round(ageMs / 1000)} s, the most a job may wait (ASSAY_JOB_MAX_AGE); the last failure: ${reason}`,
+      );
+      return;
+    }
+    const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
+    const noted = this.waiting.has(job.id);
+    await this.store.transaction(async (store) => {
+      if (!noted) {
+        await store.trace.append(
+          job.id,
+          `${reason}; waiting: tried again every ${this.options.engineRetryMs} ms, without using an attempt`,
+        );
+      }
+      await store.jobs.release(job.id, retryAt, { refund: true });
+    });
+    this.waiting.add(job.id);
+    this.logger.warn({ job: job.id, retryAt, reason }, 'engine unavailable; job will be retried');
   }
 
+  /** Ends a job as a result with `error`: never clean, the reason in its trace. */
+  private async giveUp(job: Job, reason: string): Promise<void> {
+    this.logger.warn({ job: job.id, reason }, 'job ended with an error result');
+    await this.processor.recordFailure(
+      job.id,
+      await submissionOf(this.store, job),
+      reason,
+      job.creationDate,
+      [],
+    );
+    this.waiting.delete(job.id);
+    await this.removeSpool(job);
+  }
+
+  /** After the outcome is stored; a file left behind is an orphan for the sweep, not a failure. */
   private async removeSpool(job: Job): Promise<void> {
-    if (job.spoolPath !== null) await this.spool.remove(job.spoolPath);
+    if (job.spoolPath === null) return;
+    await this.spool
+      .remove(job.spoolPath)
+      .catch((error: unknown) =>
+        this.logger.error({ err: error, job: job.id }, 'could not remove a spool file'),
+      );
   }
+
+  /** Keeps the leases of running jobs; a failure only risks another worker taking one over. */
+  private async renewLeases(): Promise<void> {
+    try {
+      const leaseUntil = new Date(Date.now() + this.options.leaseMs).toISOString();
+      await this.store.jobs.renewLeases([...this.active.keys()], leaseUntil);
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not renew the leases of running jobs');
+    }
+  }
+
+  /** Removes spool files that no job refers to (a submission that failed, a crash mid-way). */
+  private async sweepSpool(): Promise<void> {
+    try {
+      const removed = await this.spool.removeOrphans(SPOOL_ORPHAN_GRACE_MS, (id) =>
+        this.store.jobs.exists(id),
+      );
+      if (removed.files > 0) this.logger.info(removed, 'removed orphan spool files');
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not sweep the spool');
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -48,11 +48,17 @@ export class ContentProcessor {
       categories: readonly DetectionCategory[];
       receivedAt?: string;
       maxBytes?: number;
+      /** Abandons the scan (a deadline passed). */
+      signal?: AbortSignal;
     },
   ): Promise<ScannedContent> {
     const receivedAt = options.receivedAt ?? new Date().toISOString();
     const maxBytes = options.maxBytes ?? this.maxFileSize;
-    const verdict = await this.scanner.scan(source, { maxBytes, categories: options.categories });
+    const verdict = await this.scanner.scan(source, {
+      maxBytes,
+      categories: options.categories,
+      signal: options.signal,
+    });
     return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }
 

@@ -1,4 +1,5 @@
 import {
+  type FetchedContent,
   fetchContent,
   OutboundError,
   type OutboundOptions,
@@ -20,8 +21,10 @@ export class RemoteContentError extends Error {
 }
 
 /**
- * Downloads content through the SSRF guard and scans it as it streams in. Engine failures
- * propagate as they are; everything the remote is to blame for becomes a RemoteContentError.
+ * Downloads content through the SSRF guard and scans it as it streams in, all within
+ * `options.totalTimeoutMs` (ASSAY_FETCH_TIMEOUT): at the deadline the download and the scan are
+ * abandoned, so a slow remote cannot hold a job slot past it. Engine failures propagate as they
+ * are; everything the remote is to blame for (the deadline included) becomes a RemoteContentError.
  */
 export async function fetchAndScan(
   processor: ContentProcessor,
@@ -30,12 +33,22 @@ export async function fetchAndScan(
   receivedAt: string,
   categories: readonly DetectionCategory[],
 ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
-  let bytes = 0;
-  let downloadedAt = '';
-  try {
-    const remote = await fetchContent(location, options);
+  const deadline = new AbortController();
+  let remote: FetchedContent | null = null;
+  const timer = setTimeout(() => {
+    deadline.abort();
+    remote?.abort();
+  }, options.totalTimeoutMs);
+  const late = new Promise<never>((_resolve, reject) => {
+    deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), { once: true });
+  });
+  const work = (async () => {
+    let bytes = 0;
+    let downloadedAt = '';
+    remote = await fetchContent(location, options);
+    const { body, finalUrl } = remote;
     const counted = (async function* () {
-      for await (const chunk of remote.body) {
+      for await (const chunk of body) {
         bytes += chunk.length;
         yield chunk;
       }
@@ -45,13 +58,25 @@ export async function fetchAndScan(
       categories,
       receivedAt,
       maxBytes: options.maxBytes,
+      signal: deadline.signal,
     });
     const downloaded = event(
-      `downloaded: ${bytes} bytes from ${redactUrl(remote.finalUrl)}`,
+      `downloaded: ${bytes} bytes from ${redactUrl(finalUrl)}`,
       downloadedAt,
     );
     return { scanned, downloaded };
+  })();
+  try {
+    // Whatever part is still running at the deadline (download, clamd, an engine), the job ends.
+    return await Promise.race([work, late]);
   } catch (error) {
+    if (deadline.signal.aborted) {
+      work.catch(() => {}); // settles later with the abandoned scan's error
+      throw new RemoteContentError(
+        `fetching and scanning ${redactUrl(location)} took longer than ${options.totalTimeoutMs / 1000} s (ASSAY_FETCH_TIMEOUT)`,
+        'unavailable',
+      );
+    }
     if (error instanceof OutboundRefusedError)
       throw new RemoteContentError(error.message, 'refused');
     if (error instanceof ContentTooLargeError) {
@@ -65,5 +90,8 @@ export async function fetchAndScan(
       throw new RemoteContentError(`the content at ${redactUrl(location)} is empty`, 'unavailable');
     }
     throw error;
+  } finally {
+    clearTimeout(timer);
+    late.catch(() => {});
   }
 }

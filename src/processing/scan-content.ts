@@ -30,6 +30,8 @@ export interface ScanOptions {
   maxBytes: number;
   /** The key's detection categories: only their engines run. */
   categories: readonly DetectionCategory[];
+  /** Abandons the scan (a deadline passed): clamd's stream is dropped, engines are aborted. */
+  signal?: AbortSignal;
 }
 
 /** An engine examining one item longer than this has failed (its own caps are usually lower). */
@@ -80,6 +82,8 @@ export class ContentScanner {
       return detected;
     };
     const instream = malware ? this.clamd.instream() : null;
+    const abandon = () => instream?.abort();
+    options.signal?.addEventListener('abort', abandon, { once: true });
     try {
       for await (const chunk of source) {
         length += chunk.length;
@@ -105,7 +109,7 @@ export class ContentScanner {
       const content = held === null ? null : Buffer.concat(held);
       const [clamdVerdict, ...engineResults] = await Promise.allSettled([
         instream?.finish() ?? Promise.resolve(null),
-        ...wanted.map((engine) => this.examine(engine, content, length, type)),
+        ...wanted.map((engine) => this.examine(engine, content, length, type, options.signal)),
       ]);
       if (clamdVerdict?.status === 'rejected') throw clamdVerdict.reason;
       const signature =
@@ -170,6 +174,8 @@ export class ContentScanner {
         throw new EngineUnavailableError('content type', error.reason);
       }
       throw error;
+    } finally {
+      options.signal?.removeEventListener('abort', abandon);
     }
   }
 
@@ -178,6 +184,7 @@ export class ContentScanner {
     content: Buffer | null,
     length: number,
     type: string,
+    abandoned: AbortSignal | undefined,
   ): Promise<EngineReport> {
     if (content === null || content.length > engine.maxBytes) {
       return Promise.reject(
@@ -186,6 +193,11 @@ export class ContentScanner {
         ),
       );
     }
-    return engine.examine(content, type, AbortSignal.timeout(ENGINE_TIME_LIMIT_MS));
+    const limit = AbortSignal.timeout(ENGINE_TIME_LIMIT_MS);
+    return engine.examine(
+      content,
+      type,
+      abandoned === undefined ? limit : AbortSignal.any([limit, abandoned]),
+    );
   }
 }

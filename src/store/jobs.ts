@@ -18,6 +18,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     runAfter: row.run_after,
     creationDate: row.creation_date,
     legacy: row.legacy === null ? null : (JSON.parse(row.legacy) as LegacyJobOptions),
+    lastError: row.last_error,
   };
 }
 
@@ -42,8 +43,19 @@ export class JobRepository {
         run_after: job.runAfter,
         creation_date: job.creationDate,
         legacy: job.legacy ? JSON.stringify(job.legacy) : null,
+        last_error: job.lastError ?? null,
       })
       .execute();
+  }
+
+  /** Whether a job with this id exists (finished jobs are deleted). */
+  async exists(id: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   async findForAccount(accountId: string, id: string): Promise<Job | null> {
@@ -56,63 +68,104 @@ export class JobRepository {
     return row ? toJob(row) : null;
   }
 
-  /** Ids of pending jobs due by `now`, oldest first. */
-  async due(now: string, limit: number): Promise<string[]> {
-    const rows = await this.db
+  /**
+   * The oldest job that may be claimed by `now` (pending and due, or processing with an expired
+   * lease) of the first account after `afterAccount` in id order that has one. Called with the
+   * last account served, it walks the accounts round-robin, each step one index seek.
+   */
+  async nextDueAfter(
+    afterAccount: string,
+    now: string,
+  ): Promise<{ id: string; accountId: string } | null> {
+    const row = await this.db
       .selectFrom('jobs')
-      .select('id')
-      .where('state', '=', 'pending')
+      .select(['id', 'account_id'])
+      .where('account_id', '>', afterAccount)
       .where('run_after', '<=', now)
+      .orderBy('account_id')
       .orderBy('run_after')
-      .limit(limit)
-      .execute();
-    return rows.map((row) => row.id);
+      .limit(1)
+      .executeTakeFirst();
+    return row === undefined ? null : { id: row.id, accountId: row.account_id };
   }
 
-  /** The earliest moment a pending job becomes due, if any. */
+  /** Jobs in flight (processing, lease not expired) per account, across every worker. */
+  async inFlightByAccount(now: string): Promise<Map<string, number>> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+      .where('state', '=', 'processing')
+      .where('run_after', '>', now)
+      .groupBy('account_id')
+      .execute();
+    return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
+  }
+
+  /** The earliest moment a job may be claimed (a due time or the end of a lease), if any. */
   async nextDue(): Promise<string | null> {
     const row = await this.db
       .selectFrom('jobs')
       .select((eb) => eb.fn.min('run_after').as('next'))
-      .where('state', '=', 'pending')
       .executeTakeFirst();
     return row?.next ?? null;
   }
 
-  /** Takes a pending job for processing; null when another worker took it first. */
-  async claim(id: string): Promise<Job | null> {
-    const result = await this.db
-      .updateTable('jobs')
-      .set((eb) => ({ state: 'processing', attempts: eb('attempts', '+', 1) }))
-      .where('id', '=', id)
-      .where('state', '=', 'pending')
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) return null;
+  /**
+   * Takes a job that may be claimed by `now` and holds it until `leaseUntil`, counting an attempt;
+   * null when it is not claimable (another worker took it first). The job returned carries the
+   * attempt count including this one and `lastError` of the previous attempt; the stored error is
+   * cleared, so an attempt that never records an outcome (the process died) leaves none.
+   */
+  async claim(id: string, now: string, leaseUntil: string): Promise<Job | null> {
     const row = await this.db
       .selectFrom('jobs')
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirst();
-    return row ? toJob(row) : null;
+    if (row === undefined || row.run_after > now) return null;
+    const attempts = row.attempts + 1;
+    const result = await this.db
+      .updateTable('jobs')
+      .set({ state: 'processing', attempts, run_after: leaseUntil, last_error: null })
+      .where('id', '=', id)
+      // Unchanged since read: another worker did not claim it in between.
+      .where('attempts', '=', row.attempts)
+      .where('run_after', '=', row.run_after)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) return null;
+    return toJob({ ...row, state: 'processing', attempts, run_after: leaseUntil });
   }
 
-  /** Puts a job back to wait until `runAfter` (the engine was down, or shutdown parked it). */
-  async release(id: string, runAfter: string): Promise<void> {
+  /** Extends the leases of jobs this worker is still processing. */
+  async renewLeases(ids: readonly string[], leaseUntil: string): Promise<void> {
+    if (ids.length === 0) return;
     await this.db
       .updateTable('jobs')
-      .set({ state: 'pending', run_after: runAfter })
-      .where('id', '=', id)
+      .set({ run_after: leaseUntil })
+      .where('id', 'in', ids)
+      .where('state', '=', 'processing')
       .execute();
   }
 
-  /** At start: what a previous process was processing when it died is pending again. */
-  async resetProcessing(): Promise<number> {
-    const result = await this.db
+  /**
+   * Puts a claimed job back to wait until `runAfter`. `refund`: the attempt does not count (the
+   * engine was down for everyone, or shutdown parked the job); else `error` says why it failed.
+   */
+  async release(
+    id: string,
+    runAfter: string,
+    outcome: { refund: true } | { refund: false; error: string },
+  ): Promise<void> {
+    await this.db
       .updateTable('jobs')
-      .set({ state: 'pending' })
+      .set((eb) => ({
+        state: 'pending',
+        run_after: runAfter,
+        ...(outcome.refund ? { attempts: eb('attempts', '-', 1) } : { last_error: outcome.error }),
+      }))
+      .where('id', '=', id)
       .where('state', '=', 'processing')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+      .execute();
   }
 
   /** False when there was no such job. */

@@ -66,11 +66,15 @@ export interface Job {
   spoolPath: string | null;
   metadata: Record<string, string>;
   callback: string | null;
+  /** Attempts so far, the running one included; attempts cut short by an engine outage do not count. */
   attempts: number;
+  /** When the job may be claimed: due time while pending, end of the lease while processing. */
   runAfter: string;
   creationDate: string;
   /** Set on v1.0 jobs only. */
   legacy?: LegacyJobOptions | null;
+  /** Why the previous counted attempt failed; null when it recorded nothing (or there was none). */
+  lastError?: string | null;
 }
 
 export type LegacyFormat = 'json' | 'xml' | 'yaml';

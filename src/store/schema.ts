@@ -54,17 +54,20 @@ export interface JobsTable {
   api_version: string;
   /** 'upload' (content spooled in the data dir) or 'fetch' (content at `location`). */
   kind: string;
-  /** 'pending' or 'processing'. */
+  /** 'pending' or 'processing' (claimed by a worker, which holds it until `run_after`). */
   state: string;
   location: string | null;
   spool_path: string | null;
   metadata: string;
   callback: string | null;
   attempts: number;
+  /** When the job may be claimed: a pending job's due time, or the end of a processing job's lease. */
   run_after: string;
   creation_date: string;
   /** v1.0 jobs only: JSON of LegacyJobOptions. */
   legacy: string | null;
+  /** Why the last counted attempt failed; null when it recorded nothing (it may have ended the process). */
+  last_error: string | null;
 }
 
 export interface TraceEventsTable {

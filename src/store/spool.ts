@@ -1,10 +1,13 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { syncDirectory } from './disk-sync.js';
 
 export class SpoolTooLargeError extends Error {}
+
+/** A spool file's name: the id of its job (32 hex digits), `.part` while it is being written. */
+const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
 
 /**
  * Content accepted for later processing, kept in the data dir until its result is recorded. A
@@ -64,5 +67,30 @@ export class Spool {
 
   async remove(path: string): Promise<void> {
     await rm(path, { force: true });
+  }
+
+  /**
+   * Removes spool files older than `graceMs` (by modification time) whose job id `isReferenced`
+   * does not know: left by a submission that failed or a process that died between the spool
+   * write and the job's commit, or after the result. Younger files may be uploads in progress.
+   */
+  async removeOrphans(
+    graceMs: number,
+    isReferenced: (id: string) => Promise<boolean>,
+  ): Promise<{ files: number; bytes: number }> {
+    const removed = { files: 0, bytes: 0 };
+    const before = Date.now() - graceMs;
+    for (const name of await readdir(this.dir)) {
+      const id = SPOOL_NAME.exec(name)?.[1];
+      if (id === undefined) continue;
+      const path = join(this.dir, name);
+      const info = await stat(path).catch(() => null);
+      if (info === null || !info.isFile() || info.mtimeMs >= before) continue;
+      if (await isReferenced(id)) continue;
+      await rm(path, { force: true });
+      removed.files += 1;
+      removed.bytes += info.size;
+    }
+    return removed;
   }
 }

@@ -23,6 +23,7 @@ import * as tokensUsers from './migrations/0003-tokens-users.js';
 import * as keyRateLimits from './migrations/0004-key-rate-limits.js';
 import * as legacyApi from './migrations/0005-legacy-api.js';
 import * as callbackDestinations from './migrations/0006-callback-destinations.js';
+import * as jobLeases from './migrations/0007-job-leases.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '0004-key-rate-limits': keyRateLimits,
   '0005-legacy-api': legacyApi,
   '0006-callback-destinations': callbackDestinations,
+  '0007-job-leases': jobLeases,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

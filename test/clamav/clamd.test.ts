@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  CLAMD_MAX_SCAN_TIME_MS,
   ClamdClient,
   ClamdUnavailableError,
   type ClamdVerdict,
@@ -183,7 +184,10 @@ describe('ClamdClient against a scripted server', () => {
   });
 
   const client = (): ClamdClient =>
-    new ClamdClient({ kind: 'unix', path: socketPath }, { idleTimeoutMs: 300 });
+    new ClamdClient(
+      { kind: 'unix', path: socketPath },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 600 },
+    );
 
   it('parses a VERSION reply with database version and date', async () => {
     handler = (socket, data) => {
@@ -213,11 +217,41 @@ describe('ClamdClient against a scripted server', () => {
     await assert.rejects(client().ping(), ClamdUnavailableError);
   });
 
-  it('times out when clamd goes quiet', async () => {
+  it('times out when clamd goes quiet after the stream', async () => {
     handler = () => {};
     const started = Date.now();
-    await assert.rejects(scan(client(), Buffer.from('hello')), /idle for 300 ms/);
+    await assert.rejects(scan(client(), Buffer.from('hello')), /no verdict within 600 ms/);
     assert.ok(Date.now() - started < 2_000);
+  });
+
+  it('times out when clamd stops reading the stream', async () => {
+    handler = (socket) => {
+      socket.pause();
+      // A paused socket never sees the client go: close it, or the server never closes.
+      setTimeout(() => socket.destroy(), 1_000).unref();
+    };
+    const started = Date.now();
+    await assert.rejects(scan(client(), randomBytes(16 * 1024 * 1024)), /idle for 300 ms/);
+    assert.ok(Date.now() - started < 2_000);
+  });
+
+  it('waits for a verdict past the idle timeout, up to the verdict timeout (clamd is scanning)', async () => {
+    // clamd says nothing while it scans, for up to its MaxScanTime: the idle timer must not end that.
+    let delayMs = 800;
+    handler = (socket, data) => {
+      if (data.includes(Buffer.alloc(4)))
+        setTimeout(() => socket.end('stream: OK\0'), delayMs).unref();
+    };
+    const patient = new ClamdClient(
+      { kind: 'unix', path: socketPath },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 2_000 },
+    );
+    assert.deepEqual(await scan(patient, Buffer.from('hello')), { signature: null });
+    // ... but not forever.
+    delayMs = 60_000;
+    const started = Date.now();
+    await assert.rejects(scan(patient, Buffer.from('hello')), /no verdict within 2000 ms/);
+    assert.ok(Date.now() - started < 5_000);
   });
 
   it('fails when clamd closes without a reply', async () => {
@@ -289,6 +323,18 @@ describe('managed clamd (real)', {
   after(async () => {
     await managed?.stop();
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('sets MaxScanTime, and the client waits longer than that for a verdict', async () => {
+    const conf = await readFile(join(dataDir, 'clamd', 'clamd.conf'), 'utf8');
+    const maxScanTime = Number(/^MaxScanTime (\d+)$/m.exec(conf)?.[1]);
+    assert.equal(maxScanTime, CLAMD_MAX_SCAN_TIME_MS, conf);
+    // Over the limit clamd reports a finding (AlertExceedsMax), never a clean verdict.
+    assert.match(conf, /^AlertExceedsMax yes$/m);
+    // The client the service builds (defaults) outwaits clamd's own limit, so clamd's answer
+    // arrives; it still stops waiting at some point.
+    const waits = client.verdictTimeoutMs;
+    assert.ok(waits > maxScanTime && waits <= 2 * maxScanTime, `${waits} ms`);
   });
 
   it('answers PING and VERSION', async () => {

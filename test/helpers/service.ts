@@ -15,8 +15,11 @@ export function tempDir(prefix = 'assay-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** One real clamd per test file: starting one per test would dominate the suite's time. */
-export async function startSharedClamd(): Promise<{
+/**
+ * One real clamd per test file: starting one per test would dominate the suite's time. Its limits
+ * sit above `maxFileSize` (a smaller one makes a clamd that refuses larger streams).
+ */
+export async function startSharedClamd(maxFileSize = 200 * 1024 * 1024): Promise<{
   socket: string;
   clamd: ManagedClamd;
   stop(): Promise<void>;
@@ -28,7 +31,7 @@ export async function startSharedClamd(): Promise<{
   const clamd = new ManagedClamd({
     dataDir,
     clamdPath,
-    maxFileSize: 200 * 1024 * 1024,
+    maxFileSize,
     logger: quietLogger,
   });
   await clamd.start();
@@ -100,6 +103,8 @@ export async function buildService(
   env: Record<string, string> = {},
   logger: Logger = quietLogger,
   hooks: ServiceTestHooks = {},
+  /** Runs on the data dir and its migrated store before the service starts. */
+  beforeStart?: (dataDir: string, store: Store) => Promise<void>,
 ): Promise<TestService> {
   const dataDir = tempDir();
   const config = loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: dataDir, ...env });
@@ -117,6 +122,7 @@ export async function buildService(
     };
   };
   const first = await createAccountKey();
+  await beforeStart?.(dataDir, store);
   const service = await startService(config, logger, hooks);
   t.after(async () => {
     await service.stop();

@@ -49,8 +49,19 @@ export interface InstreamScan {
 
 export interface ClamdClientOptions {
   connectTimeoutMs?: number;
+  /** No bytes either way for this long while a command or stream is sent: clamd has stalled. */
   idleTimeoutMs?: number;
+  /** How long to wait for the verdict once a stream has ended: above clamd's MaxScanTime. */
+  verdictTimeoutMs?: number;
 }
+
+/**
+ * clamd's default MaxScanTime (ms), which Assay's managed clamd sets explicitly. A scan that takes
+ * longer ends with `Heuristics.Limits.Exceeded.MaxScanTime` (with `AlertExceedsMax yes`).
+ */
+export const CLAMD_MAX_SCAN_TIME_MS = 120_000;
+/** The client waits this much longer than MaxScanTime, so clamd's own verdict arrives first. */
+const VERDICT_MARGIN_MS = 30_000;
 
 // The `z` forms: NUL-terminated commands and replies.
 const COMMANDS = {
@@ -111,6 +122,8 @@ class ClamdConnection {
   private failure: ClamdUnavailableError | undefined;
   private aborted = false;
   private closed = false;
+  /** The stream's terminator is sent: clamd is scanning, which may take up to its MaxScanTime. */
+  private ended = false;
   private sent = 0;
   private drainWaiter: Waiter<void> | undefined;
   private replyWaiter: Waiter<string> | undefined;
@@ -120,6 +133,7 @@ class ClamdConnection {
     command: Buffer,
     connectTimeoutMs: number,
     idleTimeoutMs: number,
+    private readonly verdictTimeoutMs: number,
   ) {
     this.where = describeClamdAddress(address);
     const socket =
@@ -127,15 +141,20 @@ class ClamdConnection {
     this.socket = socket;
     // Without this, Nagle plus delayed ACKs can hold the small terminator back on TCP.
     socket.setNoDelay(true);
-    // One socket timer serves both phases: connecting, then idle (no bytes either way).
+    // One socket timer serves three phases: connecting, idle while sending (no bytes either
+    // way), then waiting for the verdict (clamd is silent while it scans).
     socket.setTimeout(connectTimeoutMs);
-    socket.once('connect', () => socket.setTimeout(idleTimeoutMs));
+    socket.once('connect', () =>
+      socket.setTimeout(this.ended ? this.verdictTimeoutMs : idleTimeoutMs),
+    );
     socket.on('timeout', () => {
       this.fail(
         new ClamdUnavailableError(
           socket.connecting
             ? `could not connect to clamd at ${this.where} within ${connectTimeoutMs} ms`
-            : `clamd at ${this.where} was idle for ${idleTimeoutMs} ms`,
+            : this.ended
+              ? `clamd at ${this.where} gave no verdict within ${this.verdictTimeoutMs} ms of the end of the stream`
+              : `clamd at ${this.where} was idle for ${idleTimeoutMs} ms`,
         ),
       );
     });
@@ -197,7 +216,13 @@ class ClamdConnection {
   /** Sends the zero-length chunk that ends an INSTREAM. */
   end(): ClamdUnavailableError | undefined {
     const blocked = this.blocked();
-    if (blocked === undefined) this.socket.write(TERMINATOR);
+    if (blocked === undefined) {
+      this.ended = true;
+      // From here clamd is silent while it scans: the idle timer gives way to the verdict's
+      // (set on connect when the stream ended before the connection was up).
+      if (!this.socket.connecting) this.socket.setTimeout(this.verdictTimeoutMs);
+      this.socket.write(TERMINATOR);
+    }
     return blocked;
   }
 
@@ -302,11 +327,14 @@ export class ClamdClient {
   private readonly target: ClamdAddress;
   private readonly connectTimeoutMs: number;
   private readonly idleTimeoutMs: number;
+  /** How long a scan's verdict is awaited after the stream ends (above clamd's MaxScanTime). */
+  readonly verdictTimeoutMs: number;
 
   constructor(address: ClamdAddress, options: ClamdClientOptions = {}) {
     this.target = address;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+    this.verdictTimeoutMs = options.verdictTimeoutMs ?? CLAMD_MAX_SCAN_TIME_MS + VERDICT_MARGIN_MS;
   }
 
   get address(): ClamdAddress {
@@ -346,6 +374,7 @@ export class ClamdClient {
       COMMANDS[command],
       this.connectTimeoutMs,
       this.idleTimeoutMs,
+      this.verdictTimeoutMs,
     );
   }
 

@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ClamdAddress, ClamdClient } from './clamd-client.js';
+import { CLAMD_MAX_SCAN_TIME_MS, type ClamdAddress, ClamdClient } from './clamd-client.js';
 import { ownSignaturesDir } from './signatures.js';
 
 export interface ClamdLogger {
@@ -216,6 +216,9 @@ MaxQueue 256
 CommandReadTimeout 30
 # Above the client's idle timeout, so a slow upload is cut by Assay with a clear error first.
 ReadTimeout 120
+# A scan that takes longer is reported as Heuristics.Limits.Exceeded.MaxScanTime (see below);
+# Assay's client waits for the verdict a little longer than this, so clamd's answer comes first.
+MaxScanTime ${CLAMD_MAX_SCAN_TIME_MS}
 SelfCheck 600
 # A concurrent reload would need twice the memory of the official databases.
 ConcurrentDatabaseReload no

@@ -42,30 +42,33 @@ export default async function scanAsync(app: FastifyInstance) {
       }
       throw error;
     }
-    if (spooled.size === 0) {
-      await spool.remove(spooled.path);
-      throw new EmptyContentError();
-    }
     const checksum = sha1.digest('hex');
-    await jobs.submit(
-      {
-        id,
-        accountId: principal.accountId,
-        apiKeyId: principal.keyId,
-        apiVersion: 'v1.0',
-        kind: 'upload',
-        state: 'pending',
-        location: null,
-        spoolPath: spooled.path,
-        metadata: {},
-        callback: null,
-        attempts: 0,
-        runAfter: receivedAt,
-        creationDate: receivedAt,
-        legacy: { callback: null, postCallback: null, format: args.format, checksum },
-      },
-      `received: v1.0 upload of ${spooled.size} bytes`,
-    );
+    try {
+      if (spooled.size === 0) throw new EmptyContentError();
+      await jobs.submit(
+        {
+          id,
+          accountId: principal.accountId,
+          apiKeyId: principal.keyId,
+          apiVersion: 'v1.0',
+          kind: 'upload',
+          state: 'pending',
+          location: null,
+          spoolPath: spooled.path,
+          metadata: {},
+          callback: null,
+          attempts: 0,
+          runAfter: receivedAt,
+          creationDate: receivedAt,
+          legacy: { callback: null, postCallback: null, format: args.format, checksum },
+        },
+        `received: v1.0 upload of ${spooled.size} bytes`,
+      );
+    } catch (error) {
+      // Nothing refers to the content unless the job was committed.
+      await spool.remove(spooled.path);
+      throw error;
+    }
     return sendLegacy(reply, 200, pendingResult(id, checksum), args);
   });
 }

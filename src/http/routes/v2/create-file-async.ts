@@ -24,47 +24,54 @@ export default async function createFileAsync(
     const principal = submitterOf(request);
     const id = newId();
     const receivedAt = new Date().toISOString();
-    const { file: spooled, fields } = await readUploadForm(
-      request,
-      {
-        maxFileSize: config.maxFileSize,
-        acceptMetadata: hasMetadata(version),
-        acceptLocation: false,
-      },
-      async (content) => {
-        try {
-          return await spool.write(id, content, config.maxFileSize);
-        } catch (error) {
-          if (error instanceof SpoolTooLargeError) throw new HttpError(413, error.message);
-          throw error;
-        }
-      },
-    );
-    if (spooled === null) {
-      throw new HttpError(400, 'no content: send the content as a multipart part named file');
+    // Whatever fails after the content is spooled (a second file part, a bad field after it, the
+    // client going away, the job's commit) must not leave it behind.
+    let written: string | null = null;
+    try {
+      const { file: spooled, fields } = await readUploadForm(
+        request,
+        {
+          maxFileSize: config.maxFileSize,
+          acceptMetadata: hasMetadata(version),
+          acceptLocation: false,
+        },
+        async (content) => {
+          try {
+            const result = await spool.write(id, content, config.maxFileSize);
+            written = result.path;
+            return result;
+          } catch (error) {
+            if (error instanceof SpoolTooLargeError) throw new HttpError(413, error.message);
+            throw error;
+          }
+        },
+      );
+      if (spooled === null) {
+        throw new HttpError(400, 'no content: send the content as a multipart part named file');
+      }
+      if (spooled.size === 0) throw new EmptyContentError();
+      await jobs.submit(
+        {
+          id,
+          accountId: principal.accountId,
+          apiKeyId: principal.keyId,
+          apiVersion: version,
+          kind: 'upload',
+          state: 'pending',
+          location: null,
+          spoolPath: spooled.path,
+          metadata: fields.metadata,
+          callback: fields.callback,
+          attempts: 0,
+          runAfter: receivedAt,
+          creationDate: receivedAt,
+        },
+        `received: upload of ${spooled.size} bytes`,
+      );
+    } catch (error) {
+      if (written !== null) await spool.remove(written);
+      throw error;
     }
-    if (spooled.size === 0) {
-      await spool.remove(spooled.path);
-      throw new EmptyContentError();
-    }
-    await jobs.submit(
-      {
-        id,
-        accountId: principal.accountId,
-        apiKeyId: principal.keyId,
-        apiVersion: version,
-        kind: 'upload',
-        state: 'pending',
-        location: null,
-        spoolPath: spooled.path,
-        metadata: fields.metadata,
-        callback: fields.callback,
-        attempts: 0,
-        runAfter: receivedAt,
-        creationDate: receivedAt,
-      },
-      `received: upload of ${spooled.size} bytes`,
-    );
     return reply
       .code(202)
       .header('location', fileLocation(request, config.publicUrl, version, id))

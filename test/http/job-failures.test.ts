@@ -1,0 +1,114 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { randomContent, sha1, uploadForm } from '../helpers/content.js';
+import { buildService, startSharedClamd } from '../helpers/service.js';
+
+const MiB = 1024 * 1024;
+
+// A real clamd set up for 1 MiB: it refuses streams over 2 MiB with an error, and scans the rest.
+let smallClamd: Awaited<ReturnType<typeof startSharedClamd>>;
+before(async () => {
+  smallClamd = await startSharedClamd(MiB);
+});
+after(async () => {
+  await smallClamd?.stop();
+});
+
+async function submitAsync(url: string, auth: string, content: Buffer | string) {
+  const response = await fetch(`${url}/v2.2/files/async`, {
+    method: 'POST',
+    headers: { authorization: auth },
+    body: uploadForm(content),
+  });
+  assert.equal(response.status, 202);
+  return ((await response.json()) as { id: string }).id;
+}
+
+async function pollResult(url: string, auth: string, id: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
+    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
+    await response.arrayBuffer();
+    await sleep(50);
+  }
+  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
+}
+
+async function traceOf(url: string, auth: string, id: string): Promise<string[]> {
+  const response = await fetch(`${url}/v2.2/files/${id}/trace`, {
+    headers: { authorization: auth },
+  });
+  const trace = (await response.json()) as { events: Array<{ message: string }> };
+  return trace.events.map((event) => event.message);
+}
+
+describe('a job the engine fails on', () => {
+  test('while the engine scans other content: attempts count, then an error result (never clean)', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: smallClamd.socket,
+      ASSAY_MAX_FILE_SIZE: String(8 * MiB),
+      ASSAY_ENGINE_RETRY_MS: '50',
+      ASSAY_JOB_MAX_ATTEMPTS: '3',
+    });
+    // clamd answers this item with an error every time: it is over clamd's stream limit.
+    const id = await submitAsync(svc.url, svc.auth, randomContent(3 * MiB));
+    const other = await submitAsync(svc.url, svc.auth, randomContent(4096));
+    assert.deepEqual((await pollResult(svc.url, svc.auth, other)).findings, []);
+    const result = await pollResult(svc.url, svc.auth, id);
+    assert.equal('findings' in result, false, JSON.stringify(result));
+    assert.match(String(result.error), /^gave up after 3 attempts; the last failed: .*malware/);
+    const trace = await traceOf(svc.url, svc.auth, id);
+    assert.equal(
+      trace.filter((m) => /^attempt \d of 3 failed: /.test(m)).length,
+      2,
+      trace.join('\n'),
+    );
+    assert.match(trace.at(-1) ?? '', /^failed: gave up after 3 attempts/);
+  });
+
+  test('when the engine is down for everyone: the job waits without using attempts, then completes', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: 'managed',
+      ASSAY_ENGINE_RETRY_MS: '100',
+      ASSAY_JOB_MAX_ATTEMPTS: '1',
+    });
+    const managed = svc.service.managedClamd;
+    assert.ok(managed);
+    await managed.stop();
+    const content = randomContent(4096);
+    const id = await submitAsync(svc.url, svc.auth, content);
+    // Many retries, far more than one attempt.
+    await sleep(1_500);
+    const pending = await fetch(`${svc.url}/v2.2/files/${id}`, {
+      headers: { authorization: svc.auth },
+    });
+    assert.equal(pending.status, 404, 'still waiting for the engine');
+    await pending.arrayBuffer();
+    const trace = await traceOf(svc.url, svc.auth, id);
+    // One line for the wait, not one per retry.
+    assert.equal(trace.filter((m) => /; waiting: /.test(m)).length, 1, trace.join('\n'));
+    await managed.start();
+    const result = await pollResult(svc.url, svc.auth, id);
+    assert.equal(result.checksum, sha1(content));
+    assert.deepEqual(result.findings, []);
+  });
+
+  test('an outage longer than ASSAY_JOB_MAX_AGE: the job ends as an error result', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: '/nonexistent/clamd.sock',
+      ASSAY_ENGINE_RETRY_MS: '100',
+      ASSAY_JOB_MAX_AGE: '2',
+    });
+    const started = Date.now();
+    const id = await submitAsync(svc.url, svc.auth, randomContent(4096));
+    const result = await pollResult(svc.url, svc.auth, id);
+    assert.ok(Date.now() - started >= 1_900, 'it waited for the engine first');
+    assert.equal('findings' in result, false);
+    assert.match(String(result.error), /ASSAY_JOB_MAX_AGE.*clamd socket .* does not exist/);
+    const trace = await traceOf(svc.url, svc.auth, id);
+    assert.match(trace.at(-1) ?? '', /^failed: could not be processed for \d+ s/);
+  });
+});
