@@ -37,6 +37,7 @@ describe('when the malware engine cannot scan', () => {
       assert.equal(status, 503, JSON.stringify(body));
       assert.equal('findings' in body, false);
       assert.match(String(body.error), /malware/);
+      assert.ok(!String(body.error).includes(svc.dataDir), 'no path of the service in the answer');
       await sleep(100);
     }
     assert.equal(outcomes[0], 503, 'the first upload after the kill is refused');
@@ -49,6 +50,8 @@ describe('when the malware engine cannot scan', () => {
     const svc = await buildService(t, { ASSAY_CLAMD: '/nonexistent/clamd.sock' });
     const { status, body } = await upload(svc.url, svc.auth, 'hello');
     assert.equal(status, 503);
+    assert.match(String(body.error), /clamd's socket does not exist/);
+    assert.ok(!String(body.error).includes('/nonexistent'), 'the socket path is not disclosed');
     assert.equal('findings' in body, false);
     const ready = await fetch(`${svc.url}/health/ready`);
     assert.equal(ready.status, 503);

@@ -107,7 +107,7 @@ describe('a job the engine fails on', () => {
     const result = await pollResult(svc.url, svc.auth, id);
     assert.ok(Date.now() - started >= 1_900, 'it waited for the engine first');
     assert.equal('findings' in result, false);
-    assert.match(String(result.error), /ASSAY_JOB_MAX_AGE.*clamd socket .* does not exist/);
+    assert.match(String(result.error), /ASSAY_JOB_MAX_AGE.*clamd's socket does not exist/);
     const trace = await traceOf(svc.url, svc.auth, id);
     assert.match(trace.at(-1) ?? '', /^failed: could not be processed for \d+ s/);
   });

@@ -18,8 +18,13 @@ export function parseClamdAddress(value: string): ClamdAddress {
   return { kind: 'tcp', host, port };
 }
 
-export function describeClamdAddress(address: ClamdAddress): string {
-  return address.kind === 'unix' ? address.path : `tcp://${address.host}:${address.port}`;
+/**
+ * How errors name clamd's address: by its kind only. Their messages reach clients (503 bodies,
+ * traces, results), which must not learn the service's paths or internal hosts; the operator knows
+ * the address from ASSAY_CLAMD.
+ */
+function publicClamdAddress(address: ClamdAddress): string {
+  return address.kind === 'unix' ? 'its unix socket' : 'TCP';
 }
 
 /** clamd could not scan: unreachable, timed out, closed early, or answered with an error. */
@@ -92,15 +97,15 @@ function errorFromReply(reply: string): ClamdUnavailableError {
 function describeSocketError(error: NodeJS.ErrnoException, where: string, sent: number): string {
   switch (error.code) {
     case 'ENOENT':
-      return `clamd socket ${where} does not exist (is clamd running?)`;
+      return `clamd's socket does not exist (is clamd running?)`;
     case 'ECONNREFUSED':
-      return `clamd at ${where} refused the connection (is clamd running?)`;
+      return `clamd over ${where} refused the connection (is clamd running?)`;
     case 'EPIPE':
     case 'ECONNRESET':
       // Node drops the socket on a write error, sometimes before clamd's reply was read.
-      return `clamd at ${where} closed the connection early (${error.code}) after ${sent} bytes of stream: more than its StreamMaxLength, or clamd stopped`;
+      return `clamd over ${where} closed the connection early (${error.code}) after ${sent} bytes of stream: more than its StreamMaxLength, or clamd stopped`;
     default:
-      return `clamd at ${where}: ${error.message}`;
+      return `clamd over ${where}: ${error.code ?? 'socket error'}`; // Node's message names the path
   }
 }
 
@@ -135,7 +140,7 @@ class ClamdConnection {
     idleTimeoutMs: number,
     private readonly verdictTimeoutMs: number,
   ) {
-    this.where = describeClamdAddress(address);
+    this.where = publicClamdAddress(address);
     const socket =
       address.kind === 'unix' ? connect(address.path) : connect(address.port, address.host);
     this.socket = socket;
@@ -151,10 +156,10 @@ class ClamdConnection {
       this.fail(
         new ClamdUnavailableError(
           socket.connecting
-            ? `could not connect to clamd at ${this.where} within ${connectTimeoutMs} ms`
+            ? `could not connect to clamd over ${this.where} within ${connectTimeoutMs} ms`
             : this.ended
-              ? `clamd at ${this.where} gave no verdict within ${this.verdictTimeoutMs} ms of the end of the stream`
-              : `clamd at ${this.where} was idle for ${idleTimeoutMs} ms`,
+              ? `clamd over ${this.where} gave no verdict within ${this.verdictTimeoutMs} ms of the end of the stream`
+              : `clamd over ${this.where} was idle for ${idleTimeoutMs} ms`,
         ),
       );
     });
@@ -265,7 +270,7 @@ class ClamdConnection {
     if (this.reply === undefined && this.received.length > 0) this.takeReply();
     if (this.reply === undefined && this.failure === undefined) {
       this.failure = new ClamdUnavailableError(
-        `clamd at ${this.where} closed the connection without a reply`,
+        `clamd over ${this.where} closed the connection without a reply`,
       );
     }
     this.settle();
