@@ -31,7 +31,14 @@ const RESTART_MAX_MS = 30_000;
 
 /** Content type detection failed: the item cannot be examined now (the engine may come back). */
 export class ContentTypeUnavailableError extends Error {
-  constructor(readonly reason: string) {
+  /**
+   * `notReached`: the worker was down or restarting, so this content never reached it and cannot
+   * be what made it fail (an outage, whatever a later probe finds).
+   */
+  constructor(
+    readonly reason: string,
+    readonly notReached = false,
+  ) {
     super(`content type detection failed: ${reason}`);
   }
 }
@@ -110,6 +117,7 @@ export class ContentTypeDetector {
       return Promise.reject(
         new ContentTypeUnavailableError(
           this.closed ? 'the detector is closed' : 'libmagic is restarting after a failure',
+          true,
         ),
       );
     }

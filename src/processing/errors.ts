@@ -14,9 +14,11 @@ export class ContentTooLargeError extends Error {
 
 /** An engine could not give a verdict; the content must not be reported clean. */
 export class EngineUnavailableError extends Error {
+  /** `notReached`: the content never reached the engine (down, restarting): not the item's doing. */
   constructor(
     readonly engine: string,
     readonly reason: string,
+    readonly notReached = false,
   ) {
     super(`the ${engine} engine could not scan the content (${reason}); nothing was processed`);
   }

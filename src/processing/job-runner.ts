@@ -274,7 +274,11 @@ export class JobRunner {
       await this.waitForEngine(job, `${error.message}: ${describe(error.cause)}`);
       return;
     }
-    if (error instanceof EngineUnavailableError && !(await this.probe.answers(failedAt))) {
+    // Content that never reached the engine (down or restarting) cannot have made it fail.
+    if (
+      error instanceof EngineUnavailableError &&
+      (error.notReached || !(await this.probe.answers(failedAt)))
+    ) {
       await this.waitForEngine(job, error.message);
       return;
     }

@@ -171,7 +171,7 @@ export class ContentScanner {
       }
       // Without its type the item cannot go to the right engines: an outage, like clamd's.
       if (error instanceof ContentTypeUnavailableError) {
-        throw new EngineUnavailableError('content type', error.reason);
+        throw new EngineUnavailableError('content type', error.reason, error.notReached);
       }
       throw error;
     } finally {

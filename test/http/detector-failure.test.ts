@@ -117,7 +117,39 @@ describe('when content type detection fails, the item fails', () => {
     const other = await upload(svc, binary(), '/v2.2/files/async');
     const result = await resultOf(svc, String(other.body.id), 15_000);
     assert.ok(result, 'the other job finished');
-    assert.deepEqual(result.findings, []);
+    assert.deepEqual(result.findings, [], JSON.stringify(result));
     assert.equal(result.content_type, 'application/octet-stream');
+  });
+
+  test('a detector that cannot restart is an outage: jobs wait without using attempts, then finish', async (t) => {
+    let down = false;
+    const svc = await buildService(
+      t,
+      { ASSAY_CLAMD: clamd.socket, ASSAY_ENGINE_RETRY_MS: '200', ASSAY_JOB_MAX_ATTEMPTS: '1' },
+      undefined,
+      { detector: { exitOn: EXIT, failStart: (start) => down && start > 0 } },
+    );
+    down = true;
+    // A synchronous item kills the worker, which then cannot start again.
+    assert.equal((await upload(svc, binary(EXIT))).status, 503);
+    const accepted = await upload(svc, binary(), '/v2.2/files/async');
+    assert.equal(accepted.status, 202);
+    const id = String(accepted.body.id);
+    // The probe tries the engines for up to 10 s before it calls the failure an outage.
+    const deadline = Date.now() + 20_000;
+    let trace: string[] = [];
+    while (Date.now() < deadline && !trace.some((line) => /waiting/.test(line))) {
+      trace = await traceOf(svc, id);
+      await sleep(200);
+    }
+    assert.ok(
+      trace.some((line) => /content type.*waiting/.test(line)),
+      `the trace says it waits: ${JSON.stringify(trace)}`,
+    );
+    assert.equal(await resultOf(svc, id, 0), null, 'waiting, not ended by its one attempt');
+    down = false;
+    const result = await resultOf(svc, id, 30_000);
+    assert.ok(result, 'finished once the detector is back');
+    assert.deepEqual(result.findings, [], JSON.stringify(result));
   });
 });

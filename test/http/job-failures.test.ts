@@ -80,14 +80,21 @@ describe('a job the engine fails on', () => {
     await managed.stop();
     const content = randomContent(4096);
     const id = await submitAsync(svc.url, svc.auth, content);
-    // Many retries, far more than one attempt.
+    // The probe tries for a few seconds before it calls the failure an outage; then many
+    // retries, far more than one attempt.
+    let trace: string[] = [];
+    for (let waited = 0; waited < 15_000 && !trace.some((m) => /; waiting: /.test(m)); ) {
+      await sleep(250);
+      waited += 250;
+      trace = await traceOf(svc.url, svc.auth, id);
+    }
     await sleep(1_500);
     const pending = await fetch(`${svc.url}/v2.2/files/${id}`, {
       headers: { authorization: svc.auth },
     });
     assert.equal(pending.status, 404, 'still waiting for the engine');
     await pending.arrayBuffer();
-    const trace = await traceOf(svc.url, svc.auth, id);
+    trace = await traceOf(svc.url, svc.auth, id);
     // One line for the wait, not one per retry.
     assert.equal(trace.filter((m) => /; waiting: /.test(m)).length, 1, trace.join('\n'));
     await managed.start();
