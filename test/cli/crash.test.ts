@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openSqliteStore } from '../../src/store/store.js';
 import { startServe } from '../helpers/cli.js';
+import { pollResult } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { failWrites } from '../helpers/failing-writes.js';
 import { startLocalServer } from '../helpers/local-server.js';
@@ -147,17 +148,6 @@ describe('shutdown', () => {
   });
 });
 
-async function resultOf(url: string, id: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: AUTH } });
-    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    await response.arrayBuffer();
-    await sleep(100);
-  }
-  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
-}
-
 describe('jobs that end the process, and a store that refuses writes', () => {
   test('a job during which the process dies, every time: it stops after its attempts with an error result', async (t) => {
     const dataDir = tempDir();
@@ -192,7 +182,7 @@ describe('jobs that end the process, and a store that refuses writes', () => {
       await once(serve.child, 'exit');
       serve = await startServe(t, common);
     }
-    const result = await resultOf(serve.url, id);
+    const result = await pollResult(serve.url, AUTH, id, 20_000);
     assert.equal('findings' in result, false, JSON.stringify(result));
     assert.match(
       String(result.error),
@@ -243,7 +233,7 @@ describe('jobs that end the process, and a store that refuses writes', () => {
     const ping = await fetch(`${serve.url}/v2.2/ping`, { headers: { authorization: AUTH } });
     assert.equal(ping.status, 200, 'the service answers while its store refuses writes');
     await failure.heal();
-    const result = await resultOf(serve.url, id);
+    const result = await pollResult(serve.url, AUTH, id, 20_000);
     assert.equal(result.checksum, sha1(content));
     assert.deepEqual(result.findings, []);
     assert.equal(serve.child.exitCode, null, 'the process is still running');

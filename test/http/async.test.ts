@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
+import { pollResult } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
@@ -22,27 +23,6 @@ async function submitAsync(
     body: uploadForm(content, fields),
   });
   return { response, body: (await response.json()) as Record<string, unknown> };
-}
-
-/** Polls as clients do: 404 while unfinished, then the result. */
-async function pollResult(
-  url: string,
-  auth: string,
-  id: string,
-  version = 'v2.2',
-  timeoutMs = 15_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/${version}/files/${id}`, {
-      headers: { authorization: auth },
-    });
-    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    assert.equal(response.status, 404, 'unfinished items answer 404');
-    await response.arrayBuffer();
-    await sleep(20);
-  }
-  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
 }
 
 describe('POST /files/async', () => {
@@ -79,7 +59,7 @@ describe('POST /files/async', () => {
   test('v2.0 results have no metadata; errors as for sync uploads', async (t) => {
     const svc = await buildService(t, env());
     const { body } = await submitAsync(svc.url, svc.auth, 'hello', { 'metadata[a]': 'b' }, 'v2.0');
-    const result = await pollResult(svc.url, svc.auth, String(body.id), 'v2.0');
+    const result = await pollResult(svc.url, svc.auth, String(body.id), 15_000, 'v2.0');
     assert.equal('metadata' in result, false);
     assert.deepEqual(result.findings, []);
     const empty = await submitAsync(svc.url, svc.auth, '');

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pollResult } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
@@ -29,17 +30,6 @@ async function submitFetch(url: string, auth: string, location: string): Promise
   });
   assert.equal(response.status, 202);
   return ((await response.json()) as { id: string }).id;
-}
-
-async function pollResult(url: string, auth: string, id: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
-    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    await response.arrayBuffer();
-    await sleep(20);
-  }
-  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
 }
 
 /** How many requests the remote has received for paths starting with `prefix`. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
+import { pollResult } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { guardRefused } from '../helpers/loopback-only.js';
@@ -49,17 +50,6 @@ async function submitFetch(url: string, auth: string, fields: Record<string, str
     body: new URLSearchParams(fields).toString(),
   });
   return { response, body: (await response.json()) as Record<string, unknown> };
-}
-
-async function pollResult(url: string, auth: string, id: string, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
-    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    await response.arrayBuffer();
-    await sleep(20);
-  }
-  throw new Error(`no result for ${id}`);
 }
 
 describe('POST /files/fetch', () => {

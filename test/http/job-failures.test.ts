@@ -2,6 +2,7 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pollResult, traceOf } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { buildService, startSharedClamd } from '../helpers/service.js';
 
@@ -24,25 +25,6 @@ async function submitAsync(url: string, auth: string, content: Buffer | string) 
   });
   assert.equal(response.status, 202);
   return ((await response.json()) as { id: string }).id;
-}
-
-async function pollResult(url: string, auth: string, id: string, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
-    if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    await response.arrayBuffer();
-    await sleep(50);
-  }
-  throw new Error(`no result for ${id} within ${timeoutMs} ms`);
-}
-
-async function traceOf(url: string, auth: string, id: string): Promise<string[]> {
-  const response = await fetch(`${url}/v2.2/files/${id}/trace`, {
-    headers: { authorization: auth },
-  });
-  const trace = (await response.json()) as { events: Array<{ message: string }> };
-  return trace.events.map((event) => event.message);
 }
 
 describe('a job the engine fails on', () => {
