@@ -35,6 +35,9 @@ interface Slot<Request, Result> {
   job: Job<Request, Result> | null;
 }
 
+const FIRST_RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 30_000;
+
 function reasonText(reason: unknown): string {
   if (reason instanceof Error) return reason.name === 'TimeoutError' ? 'timed out' : reason.message;
   return reason === undefined ? 'aborted' : String(reason);
@@ -44,7 +47,8 @@ function reasonText(reason: unknown): string {
  * A fixed number of worker threads answering one request at a time each, so CPU-heavy work
  * (inference, text extraction) never runs on the event loop. A request whose signal aborts is
  * rejected at once; if it was running, its worker is terminated and replaced, so a stuck job
- * cannot hold a worker. A worker that dies rejects its request and is replaced.
+ * cannot hold a worker. A worker that dies rejects its request and is replaced; a replacement that
+ * cannot start is tried again with a growing pause.
  */
 export class WorkerPool<Request, Result> {
   private readonly slots: Array<Slot<Request, Result>> = [];
@@ -154,6 +158,15 @@ export class WorkerPool<Request, Result> {
     if (index < 0 || this.closed) return;
     this.slots.splice(index, 1);
     this.options.log?.(`${this.options.name} worker replaced: ${why}`);
+    this.restart();
+  }
+
+  /**
+   * Starts a worker in place of one that is gone. A start that fails is tried again after a pause
+   * (0.1 s, doubling up to 30 s) for as long as the pool is open, so a passing fault (a full disk,
+   * memory pressure) never leaves the engine without workers for good.
+   */
+  private restart(failuresInARow = 0): void {
     this.starting++;
     this.startWorker().then(
       (worker) => {
@@ -166,12 +179,21 @@ export class WorkerPool<Request, Result> {
         this.dispatch();
       },
       (error: Error) => {
-        this.starting--;
-        this.options.log?.(`${this.options.name} worker could not restart: ${error.message}`);
-        // With no worker left, queued requests would wait forever: fail them instead.
-        if (this.slots.length === 0 && this.starting === 0) {
+        const delayMs = Math.min(
+          MAX_RESTART_DELAY_MS,
+          FIRST_RESTART_DELAY_MS * 2 ** failuresInARow,
+        );
+        this.options.log?.(
+          `${this.options.name} worker could not restart: ${error.message}; trying again in ${delayMs} ms`,
+        );
+        // With no worker running, queued requests would wait on a start that may never come.
+        if (this.slots.length === 0) {
           for (const job of this.queue.splice(0)) this.settle(job, error);
         }
+        setTimeout(() => {
+          this.starting--;
+          if (!this.closed) this.restart(failuresInARow + 1);
+        }, delayMs).unref();
       },
     );
   }
