@@ -136,7 +136,7 @@ export class AccountService {
     const token = await this.store.tokens.find(id);
     if (token === null || Date.parse(token.expirationDate) <= Date.now()) return null;
     const key = await this.store.apiKeys.find(token.apiKeyId);
-    // A disabled key takes the tokens it created with it.
+    // A disabled key refuses its tokens (disabling also deletes them: see setKeyActive).
     if (key === null || !key.active) return null;
     return this.principal(key, token.id);
   }
@@ -160,6 +160,18 @@ export class AccountService {
     if (now - (this.lastSeenWritten.get(key.id) ?? 0) < LAST_SEEN_INTERVAL_MS) return;
     this.lastSeenWritten.set(key.id, now);
     await this.store.apiKeys.setLastSeen(key.id, nowToSecond());
+  }
+
+  /**
+   * Enables or disables a key. Disabling ends the key's tokens for good: a key disabled because it
+   * leaked and enabled again later must not bring back the tokens made from it. Null for an
+   * unknown key; else how many tokens were ended.
+   */
+  async setKeyActive(id: string, active: boolean): Promise<{ tokensEnded: number } | null> {
+    return this.store.transaction(async (store) => {
+      if (!(await store.apiKeys.setActive(id, active))) return null;
+      return { tokensEnded: active ? 0 : await store.tokens.deleteForKey(id) };
+    });
   }
 
   /** A token for the principal's key, valid for `timeoutSeconds` from now to the millisecond. */

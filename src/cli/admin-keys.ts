@@ -70,13 +70,15 @@ export function registerKeyCommands(admin: Command): void {
   ] as const) {
     key
       .command(`${name} <key>`)
-      .description(`${name} an API key (a disabled key gets 401)`)
+      .description(
+        `${name} an API key (a disabled key gets 401${active ? '' : '; its tokens are deleted'})`,
+      )
       .action(async (id: string) => {
-        await withStore(async (store) => {
-          if (!(await store.apiKeys.setActive(id, active))) {
-            throw new InvalidArgumentError(`no API key ${id}`);
-          }
-          console.log(`${id} ${name}d`);
+        await withStore(async (_store, accounts) => {
+          const outcome = await accounts.setKeyActive(id, active);
+          if (outcome === null) throw new InvalidArgumentError(`no API key ${id}`);
+          const ended = active ? '' : `; ${outcome.tokensEnded} of its tokens ended`;
+          console.log(`${id} ${name}d${ended}`);
         });
       });
   }

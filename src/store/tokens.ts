@@ -53,6 +53,15 @@ export class TokenRepository {
     return result.numDeletedRows > 0n;
   }
 
+  /** Removes every token made from the key; returns how many there were. */
+  async deleteForKey(apiKeyId: string): Promise<number> {
+    const result = await this.db
+      .deleteFrom('tokens')
+      .where('api_key_id', '=', apiKeyId)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   /** Removes tokens that expired before `now`. */
   async deleteExpired(now: string): Promise<number> {
     const result = await this.db

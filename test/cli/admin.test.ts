@@ -17,7 +17,7 @@ function assay(dataDir: string, ...args: string[]) {
 const clamd = useSharedClamd();
 
 describe('assay admin', () => {
-  test('creates an account and a key whose secret works once printed; disable gives 401', async (t) => {
+  test('creates an account and a key whose secret works once printed; disable gives 401 and ends its tokens', async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
     const account = assay(
       svc.dataDir,
@@ -59,17 +59,31 @@ describe('assay admin', () => {
       [[key, true]],
     );
 
-    assert.equal(assay(svc.dataDir, 'admin', 'key', 'disable', key).status, 0);
+    const made = await fetch(`${svc.url}/v2.2/auth/tokens`, {
+      method: 'POST',
+      headers: { authorization: basic(key, secret) },
+    });
+    assert.equal(made.status, 201);
+    const token = ((await made.json()) as { id: string }).id;
+    const withToken = () =>
+      fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: basic(token, '') } });
+    assert.equal((await withToken()).status, 200);
+
+    const disabled = assay(svc.dataDir, 'admin', 'key', 'disable', key);
+    assert.equal(disabled.status, 0);
+    assert.match(disabled.stdout, /1 of its tokens ended/);
     const refused = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
     assert.equal(refused.status, 401);
+    assert.equal((await withToken()).status, 401);
 
     assert.equal(assay(svc.dataDir, 'admin', 'key', 'enable', key).status, 0);
     const again = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
     assert.equal(again.status, 200);
+    assert.equal((await withToken()).status, 401, 'enabling the key does not revive its tokens');
   });
 
   test('account update, user add, key categories and tags, token list and revoke', async (t) => {

@@ -79,7 +79,7 @@ describe('HTTPS', () => {
       /self[- ]signed|unable to verify|certificate/i,
     );
     // Plain HTTP on the TLS port gets no API answer.
-    const plain = await fetch(svc.url.replace('https:', 'http:') + '/v2.2/ping', {
+    const plain = await fetch(`${svc.url.replace('https:', 'http:')}/v2.2/ping`, {
       headers: { authorization: svc.auth },
     }).then(
       (response) => response.status,
