@@ -1,5 +1,6 @@
 import {
   type Account,
+  type AccountErasure,
   type ApiKey,
   DETECTION_CATEGORIES,
   type DetectionCategory,
@@ -76,6 +77,7 @@ export class AccountService {
       creationDate: date,
       modificationDate: date,
       callbackSecret: newCallbackSecret(),
+      active: true,
     };
     await this.store.accounts.insert(account);
     return account;
@@ -143,7 +145,8 @@ export class AccountService {
 
   private async principal(key: ApiKey, tokenId: string | null): Promise<Principal | null> {
     const account = await this.store.accounts.find(key.accountId);
-    if (account === null) return null;
+    // A disabled account refuses every key and token of it, with the same 401 as a wrong secret.
+    if (account === null || !account.active) return null;
     await this.noteSeen(key);
     return {
       accountId: key.accountId,
@@ -160,6 +163,26 @@ export class AccountService {
     if (now - (this.lastSeenWritten.get(key.id) ?? 0) < LAST_SEEN_INTERVAL_MS) return;
     this.lastSeenWritten.set(key.id, now);
     await this.store.apiKeys.setLastSeen(key.id, nowToSecond());
+  }
+
+  /** Disables (every key and token of it gets 401, its data is kept) or enables an account. */
+  async setAccountActive(id: string, active: boolean): Promise<boolean> {
+    return this.store.accounts.setActive(id, active, nowToSecond());
+  }
+
+  /**
+   * Erases the account and everything of it (keys, tokens, users, results, traces, pending jobs,
+   * callbacks) in one transaction, then its spooled content. Null for an unknown account.
+   * A job of it running in a service at that moment finds its row gone and records nothing.
+   */
+  async deleteAccount(
+    id: string,
+    removeSpooled: (key: string) => Promise<void>,
+  ): Promise<AccountErasure | null> {
+    const erasure = await this.store.transaction((store) => store.accounts.erase(id));
+    if (erasure === null) return null;
+    for (const key of erasure.spoolKeys) await removeSpooled(key);
+    return erasure;
   }
 
   /**

@@ -1,5 +1,25 @@
+import { createInterface } from 'node:readline/promises';
 import { type Command, InvalidArgumentError } from 'commander';
+import { loadConfig } from '../config.js';
+import { Spool } from '../store/spool.js';
 import { nonNegativeInteger, print, withStore } from './admin-support.js';
+
+/** Asks on the terminal (or reads a line from standard input); true only for "yes". */
+async function confirm(question: string): Promise<boolean> {
+  const prompt = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    // Standard input closed without an answer (e.g. `< /dev/null`) is a no, not a hang.
+    return await new Promise<boolean>((resolve) => {
+      prompt.once('close', () => resolve(false));
+      prompt.question(question).then(
+        (answer) => resolve(answer.trim().toLowerCase() === 'yes'),
+        () => resolve(false),
+      );
+    });
+  } finally {
+    prompt.close();
+  }
+}
 
 /** `assay admin account …` and `assay admin user …`. */
 export function registerAccountCommands(admin: Command): void {
@@ -34,7 +54,11 @@ export function registerAccountCommands(admin: Command): void {
         const list = (await store.accounts.list()).map(
           ({ callbackSecret: _hidden, ...rest }) => rest,
         );
-        print(options.json, list, list.map((a) => `${a.id}  ${a.name}`).join('\n'));
+        print(
+          options.json,
+          list,
+          list.map((a) => `${a.id}  ${a.active ? 'active' : 'disabled'}  ${a.name}`).join('\n'),
+        );
       });
     });
 
@@ -49,6 +73,7 @@ export function registerAccountCommands(admin: Command): void {
         const text = [
           `id:              ${found.id}`,
           `name:            ${found.name}`,
+          `state:           ${found.active ? 'active' : 'disabled'}`,
           `billing email:   ${found.billingEmail}`,
           `subscription:    ${found.subscription}`,
           `balance:         ${found.balance}`,
@@ -85,6 +110,57 @@ export function registerAccountCommands(admin: Command): void {
         );
         if (!changed) throw new InvalidArgumentError(`no account ${id}`);
         console.log(`${id} updated`);
+      });
+    });
+
+  for (const [name, active] of [
+    ['disable', false],
+    ['enable', true],
+  ] as const) {
+    account
+      .command(`${name} <id>`)
+      .description(
+        active
+          ? 'enable an account again'
+          : 'disable an account: every key and token of it gets 401 at once; its data is kept',
+      )
+      .action(async (id: string) => {
+        await withStore(async (_store, accounts) => {
+          if (!(await accounts.setAccountActive(id, active))) {
+            throw new InvalidArgumentError(`no account ${id}`);
+          }
+          console.log(`${id} ${name}d`);
+        });
+      });
+  }
+
+  account
+    .command('delete <id>')
+    .description(
+      'erase an account: its keys, tokens, users, results, traces, pending jobs, callbacks and spooled content',
+    )
+    .option('--yes', 'do not ask for confirmation')
+    .action(async (id: string, options: { yes?: boolean }) => {
+      await withStore(async (store, accounts) => {
+        const found = await store.accounts.find(id);
+        if (found === null) throw new InvalidArgumentError(`no account ${id}`);
+        if (
+          options.yes !== true &&
+          !(await confirm(`Erase account ${id} (${found.name}) and all its data? Type yes: `))
+        ) {
+          console.log('nothing was deleted');
+          process.exitCode = 1;
+          return;
+        }
+        const spool = new Spool(loadConfig().dataDir);
+        const erased = await accounts.deleteAccount(id, (key) => spool.remove(key));
+        if (erased === null) throw new InvalidArgumentError(`no account ${id}`);
+        const { spoolKeys, ...counts } = erased;
+        console.log(
+          `${id} deleted: ${counts.keys} keys, ${counts.tokens} tokens, ${counts.users} users, ` +
+            `${counts.results} results, ${counts.traceEvents} trace events, ${counts.jobs} pending jobs, ` +
+            `${counts.callbacks} callbacks, ${spoolKeys.length} spooled files`,
+        );
       });
     });
 

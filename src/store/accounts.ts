@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Account } from './records.js';
+import type { Account, AccountErasure } from './records.js';
 import type { AccountsTable, Database } from './schema.js';
 
 function toAccount(row: Selectable<AccountsTable>): Account {
@@ -14,6 +14,7 @@ function toAccount(row: Selectable<AccountsTable>): Account {
     creationDate: row.creation_date,
     modificationDate: row.modification_date,
     callbackSecret: row.callback_secret,
+    active: row.active === 1,
   };
 }
 
@@ -34,6 +35,7 @@ export class AccountRepository {
         creation_date: account.creationDate,
         modification_date: account.modificationDate,
         callback_secret: account.callbackSecret,
+        active: account.active ? 1 : 0,
       })
       .execute();
   }
@@ -59,6 +61,57 @@ export class AccountRepository {
       .where('callback_secret', '=', '')
       .execute();
     return (await this.find(id))?.callbackSecret ?? null;
+  }
+
+  /** False when there is no such account. */
+  async setActive(id: string, active: boolean, modificationDate: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('accounts')
+      .set({ active: active ? 1 : 0, modification_date: modificationDate })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Removes the account and everything of it: keys, tokens, users, results, traces, jobs and
+   * callbacks. Returns what was removed, with the spool keys of its jobs (the caller removes those
+   * files once this has committed). Run it in a transaction.
+   */
+  async erase(id: string): Promise<AccountErasure | null> {
+    if ((await this.find(id)) === null) return null;
+    const jobs = await this.db
+      .selectFrom('jobs')
+      .select(['id', 'spool_path'])
+      .where('account_id', '=', id)
+      .execute();
+    const count = (result: { numDeletedRows: bigint }[]) =>
+      result.reduce((sum, r) => sum + Number(r.numDeletedRows), 0);
+    const ofAccount = (table: 'files' | 'jobs') =>
+      this.db.selectFrom(table).select('id').where('account_id', '=', id);
+    const traceEvents = count(
+      await this.db
+        .deleteFrom('trace_events')
+        .where((eb) =>
+          eb.or([eb('file_id', 'in', ofAccount('files')), eb('file_id', 'in', ofAccount('jobs'))]),
+        )
+        .execute(),
+    );
+    const remove = async (
+      table: 'callback_deliveries' | 'jobs' | 'files' | 'tokens' | 'api_keys' | 'users',
+    ) => count(await this.db.deleteFrom(table).where('account_id', '=', id).execute());
+    const erasure: AccountErasure = {
+      callbacks: await remove('callback_deliveries'),
+      jobs: await remove('jobs'),
+      results: await remove('files'),
+      traceEvents,
+      tokens: await remove('tokens'),
+      keys: await remove('api_keys'),
+      users: await remove('users'),
+      spoolKeys: jobs.flatMap((job) => (job.spool_path === null ? [] : [job.spool_path])),
+    };
+    await this.db.deleteFrom('accounts').where('id', '=', id).execute();
+    return erasure;
   }
 
   /** Takes `credits` from the balance (it may go below zero when submissions race). */

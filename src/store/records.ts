@@ -15,6 +15,20 @@ export interface Account {
   modificationDate: string;
   /** Signs this account's callbacks (HMAC-SHA256); readable because it must sign. */
   callbackSecret: string;
+  /** False: disabled (every key and token gets 401); its data is kept. */
+  active: boolean;
+}
+
+/** What erasing an account removed (counts), and the spool keys of its jobs' content. */
+export interface AccountErasure {
+  keys: number;
+  tokens: number;
+  users: number;
+  results: number;
+  traceEvents: number;
+  jobs: number;
+  callbacks: number;
+  spoolKeys: string[];
 }
 
 export interface ApiKey {

@@ -12,6 +12,8 @@ export interface AccountsTable {
   creation_date: string;
   modification_date: string;
   callback_secret: string;
+  /** 0: disabled, every key and token refused. */
+  active: number;
 }
 
 export interface ApiKeysTable {

@@ -1,18 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { assayCli } from '../helpers/cli.js';
 import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
-function assay(dataDir: string, ...args: string[]) {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { ...process.env, ASSAY_DATA_DIR: dataDir },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
-}
+const assay = (dataDir: string, ...args: string[]) => assayCli(dataDir, args);
 
 const clamd = useSharedClamd();
 

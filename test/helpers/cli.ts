@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
 
@@ -58,4 +58,15 @@ export async function startServe(
     `assay serve did not start: ${messages.join(' | ')}`,
   );
   return { child, url, clamdPid, messages };
+}
+
+/** Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. */
+export function assayCli(dataDir: string, args: string[], input?: string) {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { ...process.env, ASSAY_DATA_DIR: dataDir },
+    encoding: 'utf8',
+    timeout: 30_000,
+    input,
+  });
+  return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
 }
