@@ -184,4 +184,38 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
     const files = await svc.store.db.selectFrom('files').selectAll().execute();
     assert.deepEqual(files, []);
   });
+
+  test('502 with Retry-After for a rate limit or the failed-authentication limit (retryable, not 400)', async (t) => {
+    const svc = await buildService(t, {
+      ...env(),
+      ASSAY_RATE_LIMIT: '0.01',
+      ASSAY_RATE_BURST: '1',
+      ASSAY_AUTH_FAIL_RATE: '0.01',
+      ASSAY_AUTH_FAIL_BURST: '1',
+    });
+    const scan = () =>
+      legacyRequest(`${svc.url}/api/scan/`, {
+        method: 'POST',
+        headers: { authorization: svc.auth },
+        body: 'within the limit',
+      });
+    assert.equal((await scan()).status, 200);
+    const limited = await scan();
+    assert.equal(limited.status, 502, limited.text);
+    assert.equal(limited.body.status, 'oops');
+    assert.match(limited.body.reason ?? '', /rate limit/);
+    assert.ok(Number(limited.headers.get('retry-after')) > 0, 'Retry-After');
+
+    const wrong = () =>
+      legacyRequest(`${svc.url}/api/scan/`, {
+        method: 'POST',
+        headers: { authorization: basic(svc.keyId, 'wrong') },
+        body: 'a guess',
+      });
+    assert.equal((await wrong()).status, 401);
+    const locked = await wrong();
+    assert.equal(locked.status, 502, locked.text);
+    assert.match(locked.body.reason ?? '', /failed authentications/);
+    assert.ok(Number(locked.headers.get('retry-after')) > 0, 'Retry-After');
+  });
 });

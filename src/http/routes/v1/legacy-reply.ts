@@ -54,11 +54,16 @@ export function sendLegacy(
     .send(body);
 }
 
-/** v1.0 knows fewer codes than v2.x: each v2.x error maps to the v1.0 code that means it. */
+/**
+ * v1.0 knows fewer codes than v2.x: each v2.x error maps to the v1.0 code that means it. What a
+ * client should retry later (an engine down, a limit reached, a full disk) is 502, the one
+ * retryable code v1.0 has, with the `Retry-After` of the v2.x answer: a 400 would say the request
+ * itself is wrong, and clients give up on it.
+ */
 function legacyStatus(statusCode: number): number {
   if ([400, 401, 404, 406, 413, 500, 502].includes(statusCode)) return statusCode;
   if (statusCode === 403) return 406; // understood, not allowed: a spent balance, a token
-  if (statusCode === 503) return 502; // the engine is down
+  if (statusCode === 503 || statusCode === 429 || statusCode === 507) return 502;
   return statusCode >= 500 ? 500 : 400;
 }
 
