@@ -79,7 +79,9 @@ export async function fetchAndScan(
     });
     return { scanned, downloaded };
   })();
-  const removeSpooled = () => (spooledPath === null ? undefined : spool.remove(spooledPath));
+  // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
+  const removeSpooled = () =>
+    spooledPath === null ? undefined : spool.remove(spooledPath).catch(() => {});
   try {
     // Whatever part is still running at the deadline (download, clamd, an engine), the job ends.
     const outcome = await Promise.race([work, late]);
@@ -88,7 +90,7 @@ export async function fetchAndScan(
   } catch (error) {
     if (deadline.signal.aborted) {
       // The abandoned part settles later; its spool file goes then (or to the orphan sweep).
-      work.catch(() => {}).finally(() => removeSpooled()?.catch(() => {}));
+      work.catch(() => {}).finally(removeSpooled);
       const doing =
         spooledPath === null
           ? `downloading ${redactUrl(location)}`
