@@ -70,6 +70,8 @@ export interface Config {
   jobLeaseMs: number;
   /** Jobs of one account in flight at most. */
   accountJobConcurrency: number;
+  /** A remote that sends nothing this long during a fetch has stalled: the fetch fails at once. */
+  fetchIdleTimeoutMs: number;
 }
 
 export interface RateLimitSetting {
@@ -177,6 +179,10 @@ export const SETTINGS = {
   ASSAY_ACCOUNT_JOB_CONCURRENCY: {
     default: '0',
     doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
+  },
+  ASSAY_FETCH_IDLE_TIMEOUT: {
+    default: '30',
+    doc: 'Seconds a remote may send nothing (no response head, no body bytes) before its download fails.',
   },
 } as const;
 
@@ -389,6 +395,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobMaxAgeMs: integer(env, 'ASSAY_JOB_MAX_AGE', 1, 30 * 86_400) * 1000,
     jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
     accountJobConcurrency: accountJobConcurrency(env),
+    fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -85,6 +85,8 @@ async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd 
 /** Faults injected by tests only; the command line never passes any. */
 export interface ServiceTestHooks {
   detector?: DetectorTestHooks;
+  /** The clamd session's idle timeout (30 s by default), short so a test can outlast it. */
+  clamdIdleTimeoutMs?: number;
 }
 
 /** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
@@ -117,6 +119,7 @@ export async function startService(
     const clamd = new ClamdClient(
       managedClamd?.address ??
         parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
+      { idleTimeoutMs: testHooks.clamdIdleTimeoutMs },
     );
     detector = await ContentTypeDetector.create(
       (message) => logger.warn(message),
@@ -133,6 +136,7 @@ export async function startService(
         userAgent,
         connectTimeoutMs: 10_000,
         totalTimeoutMs: config.fetchTimeoutMs,
+        idleTimeoutMs: config.fetchIdleTimeoutMs,
         maxBytes: config.maxFileSize,
       },
     };

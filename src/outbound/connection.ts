@@ -21,6 +21,11 @@ export interface OutboundOptions {
   connectTimeoutMs: number;
   /** Whole exchange including body, redirects. */
   totalTimeoutMs: number;
+  /**
+   * fetchContent only: the longest wait for the response head or the body's next bytes once the
+   * connection is open (ASSAY_FETCH_IDLE_TIMEOUT); a remote silent that long has stalled.
+   */
+  idleTimeoutMs?: number;
   userAgent: string;
   /** Resolves host names; default dns.lookup with all: true. Tests use it to play DNS without a resolver. */
   resolve?: (hostname: string) => Promise<readonly ResolvedAddress[]>;

@@ -74,6 +74,16 @@ export class Operation {
     });
   }
 
+  /**
+   * `promise`, or the operation fails if it does not settle within `idleMs` (the remote went
+   * silent: `silence` says so, naming it). Undefined `idleMs`: no limit but the total deadline.
+   */
+  within<T>(promise: Promise<T>, idleMs: number | undefined, silence: () => string): Promise<T> {
+    if (idleMs === undefined) return this.race(promise);
+    const timer = setTimeout(() => this.fail(new OutboundError(silence())), idleMs);
+    return this.race(promise).finally(() => clearTimeout(timer));
+  }
+
   /** The error to report for `err`: ours as is, the abort reason once aborted, else a wrapped one. */
   explain(err: unknown, wrap: (detail: string) => string): OutboundError {
     if (err instanceof OutboundError) return err;

@@ -89,11 +89,19 @@ async function* streamBody(
   response: http.IncomingMessage,
   target: Target,
   maxBytes: number,
+  idleTimeoutMs: number | undefined,
   op: Operation,
 ): AsyncGenerator<Buffer> {
   let received = 0;
+  const chunks = (response as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
   try {
-    for await (const chunk of response as AsyncIterable<Buffer | string>) {
+    for (;;) {
+      // Only the wait for the remote's next bytes counts as its silence, not the consumer's work.
+      const next = await op.within(chunks.next(), idleTimeoutMs, () =>
+        stalled(target, idleTimeoutMs, `after ${received} bytes of the body`),
+      );
+      if (next.done === true) break;
+      const chunk = next.value;
       const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       received += buffer.length;
       if (received > maxBytes) {
@@ -115,6 +123,11 @@ async function* streamBody(
   }
 }
 
+/** What a remote that went silent did: named, so an error result blames it, not an engine. */
+function stalled(target: Target, idleTimeoutMs: number | undefined, when: string): string {
+  return `the remote server ${target.display}${target.via} stalled: nothing received for ${(idleTimeoutMs ?? 0) / 1000} s ${when} (ASSAY_FETCH_IDLE_TIMEOUT)`;
+}
+
 /** GET with up to 5 redirects (301/302/303/307/308; each hop re-checked by the policy; http(s) only); rejects non-2xx final status with OutboundError(`HTTP 404 from ...`); enforces maxBytes from Content-Length up front and while streaming (OutboundError saying the limit). The body is a stream of Buffers that errors with OutboundError on timeout/limit/reset. */
 export async function fetchContent(
   url: string,
@@ -133,7 +146,11 @@ export async function fetchContent(
         // We scan the bytes as served, and do not decode content codings.
         'Accept-Encoding': 'identity',
       };
-      const response = await exchange(target, socket, 'GET', headers, null, op);
+      const response = await op.within(
+        exchange(target, socket, 'GET', headers, null, op),
+        options.idleTimeoutMs,
+        () => stalled(target, options.idleTimeoutMs, 'waiting for the response head'),
+      );
       const status = response.statusCode ?? 0;
       if (REDIRECT_STATUSES.has(status)) {
         const location = response.headers.location;
@@ -168,7 +185,7 @@ export async function fetchContent(
       final.hash = '';
       const display = target.display;
       return {
-        body: streamBody(response, target, options.maxBytes, op),
+        body: streamBody(response, target, options.maxBytes, options.idleTimeoutMs, op),
         contentLength,
         finalUrl: final.href,
         abort: () => op.fail(new OutboundError(`download of ${display} aborted`)),

@@ -56,12 +56,12 @@ export async function scanJob(
     return { scanned, events: [] };
   }
   // The download and the scan end at the fetch deadline (a RemoteContentError naming the remote).
+  // Downloaded into the spool under the job's id, then scanned; the file goes with the attempt.
   const { scanned, downloaded } = await fetchAndScan(
     processor,
     job.location ?? '',
     legacy === null ? options.fetch : { ...options.fetch, maxBytes: legacy.maxFetchBytes },
-    job.creationDate,
-    categories,
+    { spool, spoolId: job.id, receivedAt: job.creationDate, categories },
   );
   return { scanned, events: [downloaded] };
 }

@@ -7,6 +7,7 @@ import {
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
 import type { DetectionCategory, TraceEvent } from '../store/records.js';
+import { type Spool, SpoolTooLargeError } from '../store/spool.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
 import { type ContentProcessor, event, type ScannedContent } from './process-content.js';
 
@@ -20,21 +21,41 @@ export class RemoteContentError extends Error {
   }
 }
 
+/** What a fetch needs besides the URL and the outbound options. */
+export interface FetchContext {
+  /** The spool holds the download until it is scanned; the file is removed afterwards. */
+  spool: Spool;
+  /** The spool file's name: the job's id, or a new id for a synchronous fetch. */
+  spoolId: string;
+  receivedAt: string;
+  categories: readonly DetectionCategory[];
+}
+
 /**
- * Downloads content through the SSRF guard and scans it as it streams in, all within
- * `options.totalTimeoutMs` (ASSAY_FETCH_TIMEOUT): at the deadline the download and the scan are
- * abandoned, so a slow remote cannot hold a job slot past it. Engine failures propagate as they
- * are; everything the remote is to blame for (the deadline included) becomes a RemoteContentError.
+ * Downloads content through the SSRF guard into the spool, then scans the spool file, all within
+ * `options.totalTimeoutMs` (ASSAY_FETCH_TIMEOUT): at the deadline the download or the scan is
+ * abandoned, so a slow remote cannot hold a job slot past it. A remote that sends nothing for
+ * `options.idleTimeoutMs` (ASSAY_FETCH_IDLE_TIMEOUT) has stalled and fails the fetch at once.
+ *
+ * Why download first: streamed straight into clamd, a remote's pause tripped the clamd session's
+ * idle timeout (30 s), which looked like an engine failure and was retried; and a slow remote held
+ * one of clamd's threads as long as it liked. INSTREAM has no keep-alive (only data resets clamd's
+ * timer), so the content is spooled and clamd reads it at the disk's pace. The disk holds at most
+ * `options.maxBytes` per fetch, for as long as the fetch runs.
+ *
+ * Engine failures propagate as they are; everything the remote is to blame for (a stall and the
+ * deadline included) becomes a RemoteContentError naming it.
  */
 export async function fetchAndScan(
   processor: ContentProcessor,
   location: string,
   options: OutboundOptions & { maxBytes: number },
-  receivedAt: string,
-  categories: readonly DetectionCategory[],
+  context: FetchContext,
 ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
+  const { spool } = context;
   const deadline = new AbortController();
   let remote: FetchedContent | null = null;
+  let spooledPath: string | null = null;
   const timer = setTimeout(() => {
     deadline.abort();
     remote?.abort();
@@ -43,45 +64,48 @@ export async function fetchAndScan(
     deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), { once: true });
   });
   const work = (async () => {
-    let bytes = 0;
-    let downloadedAt = '';
     remote = await fetchContent(location, options);
     const { body, finalUrl } = remote;
-    const counted = (async function* () {
-      for await (const chunk of body) {
-        bytes += chunk.length;
-        yield chunk;
-      }
-      downloadedAt = new Date().toISOString();
-    })();
-    const scanned = await processor.scan(counted, {
-      categories,
-      receivedAt,
+    const spooled = await spool.write(context.spoolId, body, options.maxBytes, {
+      durable: false,
+    });
+    spooledPath = spooled.path;
+    const downloaded = event(`downloaded: ${spooled.size} bytes from ${redactUrl(finalUrl)}`);
+    const scanned = await processor.scan(spool.read(spooled.path), {
+      categories: context.categories,
+      receivedAt: context.receivedAt,
       maxBytes: options.maxBytes,
       signal: deadline.signal,
     });
-    const downloaded = event(
-      `downloaded: ${bytes} bytes from ${redactUrl(finalUrl)}`,
-      downloadedAt,
-    );
     return { scanned, downloaded };
   })();
+  // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
+  const removeSpooled = () =>
+    spooledPath === null ? undefined : spool.remove(spooledPath).catch(() => {});
   try {
     // Whatever part is still running at the deadline (download, clamd, an engine), the job ends.
-    return await Promise.race([work, late]);
+    const outcome = await Promise.race([work, late]);
+    await removeSpooled();
+    return outcome;
   } catch (error) {
     if (deadline.signal.aborted) {
-      work.catch(() => {}); // settles later with the abandoned scan's error
+      // The abandoned part settles later; its spool file goes then (or to the orphan sweep).
+      work.catch(() => {}).finally(removeSpooled);
+      const doing =
+        spooledPath === null
+          ? `downloading ${redactUrl(location)}`
+          : `downloading and scanning ${redactUrl(location)}`;
       throw new RemoteContentError(
-        `fetching and scanning ${redactUrl(location)} took longer than ${options.totalTimeoutMs / 1000} s (ASSAY_FETCH_TIMEOUT)`,
+        `${doing} took longer than ${options.totalTimeoutMs / 1000} s (ASSAY_FETCH_TIMEOUT)`,
         'unavailable',
       );
     }
+    await removeSpooled();
     if (error instanceof OutboundRefusedError)
       throw new RemoteContentError(error.message, 'refused');
-    if (error instanceof ContentTooLargeError) {
+    if (error instanceof ContentTooLargeError || error instanceof SpoolTooLargeError) {
       throw new RemoteContentError(
-        `the remote content exceeds the limit of ${error.limit} bytes`,
+        `the content at ${redactUrl(location)} exceeds the limit of ${options.maxBytes} bytes`,
         'too-large',
       );
     }

@@ -26,11 +26,16 @@ export class Spool {
     await syncDirectory(dirname(this.dir)); // a new spool directory's own entry
   }
 
-  /** Writes the content; returns its path and size. Throws SpoolTooLargeError past `maxBytes`. */
+  /**
+   * Writes the content; returns its path and size. Throws SpoolTooLargeError past `maxBytes`.
+   * `durable: false` skips the syncs, for content that is worthless after a crash (a download
+   * scanned right after; the next attempt downloads it again).
+   */
   async write(
     id: string,
     source: AsyncIterable<Buffer>,
     maxBytes: number,
+    { durable = true }: { durable?: boolean } = {},
   ): Promise<{ path: string; size: number }> {
     const path = join(this.dir, id);
     const partial = `${path}.part`;
@@ -43,7 +48,7 @@ export class Spool {
           throw new SpoolTooLargeError(`the content exceeds the limit of ${maxBytes} bytes`);
         await file.write(chunk);
       }
-      await file.datasync();
+      if (durable) await file.datasync();
     } catch (error) {
       await file.close();
       await rm(partial, { force: true });
@@ -51,6 +56,7 @@ export class Spool {
     }
     await file.close();
     await rename(partial, path);
+    if (!durable) return { path, size };
     try {
       // The rename is durable only once the directory is synced.
       await syncDirectory(this.dir);

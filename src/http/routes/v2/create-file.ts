@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { newId } from '../../../accounts/credentials.js';
 import { type ApiVersion, hasMetadata, renderFileResult } from '../../../processing/file-result.js';
 import type { Submission } from '../../../processing/process-content.js';
 import { fetchAndScan, RemoteContentError } from '../../../processing/remote-content.js';
@@ -14,7 +15,7 @@ const REMOTE_STATUS = { refused: 400, 'too-large': 413, unavailable: 502 } as co
  * v2.2 also takes `location`, a URL to download instead of a `file` part.
  */
 export default async function createFile(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { processor, config, outbound } = app.services;
+  const { processor, config, outbound, spool } = app.services;
   const { version } = options;
 
   app.post('/files', { config: { syncScan: true } }, async (request, reply) => {
@@ -39,13 +40,13 @@ export default async function createFile(app: FastifyInstance, options: { versio
       file = await processor.record(scanned, submission);
     } else if (fields.location !== null) {
       try {
-        const fetched = await fetchAndScan(
-          processor,
-          fields.location,
-          outbound.fetch,
-          new Date().toISOString(),
-          principal.detectionCategories,
-        );
+        // A stalled or failing remote is final (502 naming it), never a 503 inviting a retry.
+        const fetched = await fetchAndScan(processor, fields.location, outbound.fetch, {
+          spool,
+          spoolId: newId(),
+          receivedAt: new Date().toISOString(),
+          categories: principal.detectionCategories,
+        });
         file = await processor.record(fetched.scanned, submission, {
           events: [fetched.downloaded],
         });
