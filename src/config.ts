@@ -70,6 +70,10 @@ export interface Config {
   jobLeaseMs: number;
   /** Jobs of one account in flight at most. */
   accountJobConcurrency: number;
+  /** Bytes held in the spool for unfinished async work, in all; beyond it, 507. */
+  spoolMaxBytes: number;
+  /** Bytes held in the spool for one account's unfinished async work; beyond it, 429. */
+  accountSpoolMaxBytes: number;
 }
 
 export interface RateLimitSetting {
@@ -177,6 +181,14 @@ export const SETTINGS = {
   ASSAY_ACCOUNT_JOB_CONCURRENCY: {
     default: '0',
     doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
+  },
+  ASSAY_SPOOL_MAX_BYTES: {
+    default: String(5 * 1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads held until their results, in all; beyond it 507 with Retry-After.',
+  },
+  ASSAY_ACCOUNT_SPOOL_MAX_BYTES: {
+    default: String(1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads one account may have held (at most ASSAY_SPOOL_MAX_BYTES); beyond it 429.',
   },
 } as const;
 
@@ -345,6 +357,19 @@ function accountJobConcurrency(env: Env): number {
   return Math.ceil(integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256) / 2);
 }
 
+const MAX_SPOOL_BYTES = 2 ** 50;
+
+function spoolQuota(env: Env): { spoolMaxBytes: number; accountSpoolMaxBytes: number } {
+  const spoolMaxBytes = integer(env, 'ASSAY_SPOOL_MAX_BYTES', 1, MAX_SPOOL_BYTES);
+  return {
+    spoolMaxBytes,
+    accountSpoolMaxBytes: Math.min(
+      spoolMaxBytes,
+      integer(env, 'ASSAY_ACCOUNT_SPOOL_MAX_BYTES', 1, MAX_SPOOL_BYTES),
+    ),
+  };
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
@@ -389,6 +414,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobMaxAgeMs: integer(env, 'ASSAY_JOB_MAX_AGE', 1, 30 * 86_400) * 1000,
     jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
     accountJobConcurrency: accountJobConcurrency(env),
+    ...spoolQuota(env),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -5,6 +5,7 @@ import {
   ContentTooLargeError,
   EmptyContentError,
   EngineUnavailableError,
+  SpoolQuotaExceededError,
 } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
 
@@ -13,6 +14,9 @@ export interface ClientError {
   message: string;
   headers?: Record<string, string>;
 }
+
+/** Async work held in the spool takes a while to finish: retrying sooner would only be refused. */
+const SPOOL_FULL_RETRY_SECONDS = 30;
 
 /** Maps every failure to a status code and a `{"error"}` body; unknown errors become a bare 500. */
 function classify(error: FastifyError | Error): ClientError | null {
@@ -25,6 +29,13 @@ function classify(error: FastifyError | Error): ClientError | null {
   if (error instanceof ContentNotExaminedError) return { statusCode: 422, message: error.message };
   if (error instanceof EngineUnavailableError) {
     return { statusCode: 503, message: error.message, headers: { 'retry-after': '5' } };
+  }
+  if (error instanceof SpoolQuotaExceededError) {
+    return {
+      statusCode: error.scope === 'total' ? 507 : 429,
+      message: error.message,
+      headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
   }
   const code = (error as FastifyError).code;
   if (code === 'FST_REQ_FILE_TOO_LARGE')

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { SpoolQuotaExceededError } from '../../../processing/errors.js';
 import {
   LEGACY_FORMATS,
   type LegacyResult,
@@ -59,6 +60,7 @@ function legacyStatus(statusCode: number): number {
   if ([400, 401, 404, 406, 413, 500, 502].includes(statusCode)) return statusCode;
   if (statusCode === 403) return 406; // understood, not allowed: a spent balance, a token
   if (statusCode === 503) return 502; // the engine is down
+  if (statusCode === 507) return 502; // no room for the content now: retry later
   return statusCode >= 500 ? 500 : 400;
 }
 
@@ -79,7 +81,10 @@ export function legacyErrorHandler(
   reply.headers(headers);
   return sendLegacy(
     reply,
-    legacyStatus(statusCode),
+    // An account holding its share of unfinished work: understood, not allowed now (406).
+    error instanceof SpoolQuotaExceededError && error.scope === 'account'
+      ? 406
+      : legacyStatus(statusCode),
     { status: 'oops', reason: message, request_id: request.id },
     args,
   );
