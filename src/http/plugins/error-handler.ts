@@ -7,6 +7,7 @@ import {
   EngineUnavailableError,
   SpoolQuotaExceededError,
 } from '../../processing/errors.js';
+import { isDiskFull } from '../../store/spool.js';
 import { HttpError } from '../http-error.js';
 
 export interface ClientError {
@@ -34,6 +35,14 @@ function classify(error: FastifyError | Error): ClientError | null {
     return {
       statusCode: error.scope === 'total' ? 507 : 429,
       message: error.message,
+      headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
+  }
+  // No room for the content or the job (ENOSPC, SQLITE_FULL): nothing was kept; retry later.
+  if (isDiskFull(error)) {
+    return {
+      statusCode: 507,
+      message: 'the service has no disk space left for new work: retry later',
       headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
     };
   }
@@ -88,6 +97,8 @@ export function clientErrorOf(
   reply: FastifyReply,
 ): Required<ClientError> {
   const known = classify(error);
+  // Readiness reports the full disk until space returns.
+  if (isDiskFull(error)) request.server.services.spool.noteDiskFull();
   if (known === null) {
     request.log.error({ err: error }, 'request failed');
   } else if (known.statusCode >= 500) {
