@@ -161,6 +161,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
+        engineSharesDataDisk: config.clamd.mode === 'managed',
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,

@@ -96,6 +96,12 @@ export class Spool {
     return this.full;
   }
 
+  /** Whether the spool's disk has `bytes` free. */
+  async hasRoom(bytes: number): Promise<boolean> {
+    const stats = await statfs(this.dir);
+    return stats.bavail * stats.bsize >= bytes;
+  }
+
   read(path: string): Readable {
     return createReadStream(path, { highWaterMark: 1024 * 1024 });
   }
