@@ -72,6 +72,10 @@ export interface Config {
   accountJobConcurrency: number;
   /** A remote that sends nothing this long during a fetch has stalled: the fetch fails at once. */
   fetchIdleTimeoutMs: number;
+  /** Bytes held in the spool for unfinished async work, in all; beyond it, 507. */
+  spoolMaxBytes: number;
+  /** Bytes held in the spool for one account's unfinished async work; beyond it, 429. */
+  accountSpoolMaxBytes: number;
 }
 
 export interface RateLimitSetting {
@@ -183,6 +187,14 @@ export const SETTINGS = {
   ASSAY_FETCH_IDLE_TIMEOUT: {
     default: '30',
     doc: 'Seconds a remote may send nothing (no response head, no body bytes) before its download fails.',
+  },
+  ASSAY_SPOOL_MAX_BYTES: {
+    default: String(5 * 1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads held until their results, in all; beyond it 507 with Retry-After.',
+  },
+  ASSAY_ACCOUNT_SPOOL_MAX_BYTES: {
+    default: String(1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads one account may have held (at most ASSAY_SPOOL_MAX_BYTES); beyond it 429.',
   },
 } as const;
 
@@ -351,6 +363,19 @@ function accountJobConcurrency(env: Env): number {
   return Math.ceil(integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256) / 2);
 }
 
+const MAX_SPOOL_BYTES = 2 ** 50;
+
+function spoolQuota(env: Env): { spoolMaxBytes: number; accountSpoolMaxBytes: number } {
+  const spoolMaxBytes = integer(env, 'ASSAY_SPOOL_MAX_BYTES', 1, MAX_SPOOL_BYTES);
+  return {
+    spoolMaxBytes,
+    accountSpoolMaxBytes: Math.min(
+      spoolMaxBytes,
+      integer(env, 'ASSAY_ACCOUNT_SPOOL_MAX_BYTES', 1, MAX_SPOOL_BYTES),
+    ),
+  };
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
@@ -396,6 +421,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
     accountJobConcurrency: accountJobConcurrency(env),
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
+    ...spoolQuota(env),
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

@@ -16,6 +16,7 @@ import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
+import { SpoolQuota } from './processing/spool-quota.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
@@ -164,6 +165,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
+        engineSharesDataDisk: config.clamd.mode === 'managed',
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,
@@ -183,6 +185,10 @@ export async function startService(
         jobs,
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
+        spoolQuota: new SpoolQuota(store.jobs, {
+          totalBytes: config.spoolMaxBytes,
+          accountBytes: config.accountSpoolMaxBytes,
+        }),
       },
       logger,
     );

@@ -110,6 +110,12 @@ export class FieldCollector {
   }
 }
 
+/** The request's declared Content-Length; 0 when it declares none (chunked). */
+export function declaredLength(request: FastifyRequest): number {
+  const declared = Number(request.headers['content-length']);
+  return Number.isSafeInteger(declared) && declared > 0 ? declared : 0;
+}
+
 /** Refuses what cannot be an acceptable upload before reading a byte of it. */
 export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number): void {
   if (!request.isMultipart()) {

@@ -4,6 +4,7 @@ import type { ClamdClient } from '../engines/clamav/clamd-client.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { JobRunner } from '../processing/job-runner.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import type { SpoolQuota } from '../processing/spool-quota.js';
 import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
@@ -20,6 +21,8 @@ export interface Services {
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
   /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
   syncScans: SyncScanLimit;
+  /** ASSAY_SPOOL_MAX_BYTES and ASSAY_ACCOUNT_SPOOL_MAX_BYTES: bytes held for async work. */
+  spoolQuota: SpoolQuota;
 }
 
 declare module 'fastify' {

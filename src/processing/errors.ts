@@ -30,3 +30,20 @@ export class EngineUnavailableError extends Error {
  * item gets an `error`, never findings.
  */
 export class ContentNotExaminedError extends Error {}
+
+/**
+ * Accepting the content would take the bytes held for unfinished async work past a quota: the
+ * service's (`total`, 507) or the account's (`account`, 429). Retrying later may succeed.
+ */
+export class SpoolQuotaExceededError extends Error {
+  constructor(
+    readonly scope: 'total' | 'account',
+    limit: number,
+  ) {
+    super(
+      scope === 'total'
+        ? `the service holds ${limit} bytes of unfinished work at most and is full: retry later`
+        : `this account may hold ${limit} bytes of unfinished work at most: retry once some of it is done`,
+    );
+  }
+}

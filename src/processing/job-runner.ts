@@ -22,7 +22,15 @@ export interface JobRunnerOptions extends JobScanOptions {
   maxAgeMs: number;
   /** How long a claim holds a job; renewed while it runs, so a dead worker's jobs come back. */
   leaseMs: number;
+  /**
+   * The engine's temporary files are on the data dir's disk (managed clamd): a scan that fails
+   * while that disk has no room for the content is a full disk to wait out, not the item's fault.
+   */
+  engineSharesDataDisk?: boolean;
 }
+
+/** Room a scan needs on the engine's disk beyond the content's own size. */
+const SCAN_ROOM_MARGIN = 1024 * 1024;
 
 /** The longest wait between counted attempts. */
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
@@ -265,6 +273,17 @@ export class JobRunner {
     await this.removeSpool(job);
   }
 
+  /** False when the engine shares the data dir's disk and that disk cannot hold the content. */
+  private async roomToScan(job: Job): Promise<boolean> {
+    if (this.options.engineSharesDataDisk !== true) return true;
+    try {
+      return await this.spool.hasRoom((job.size ?? 0) + SCAN_ROOM_MARGIN);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not read the free space of the data dir');
+      return true;
+    }
+  }
+
   /** Decides what a failed attempt means: an outage to wait out, or a counted failure. */
   private async failed(job: Job, error: unknown): Promise<void> {
     const failedAt = Date.now();
@@ -280,6 +299,11 @@ export class JobRunner {
       (error.notReached || !(await this.probe.answers(failedAt)))
     ) {
       await this.waitForEngine(job, error.message);
+      return;
+    }
+    // The probe's few bytes found room; this item's temporary copy may not have: a full disk.
+    if (error instanceof EngineUnavailableError && !(await this.roomToScan(job))) {
+      await this.waitForEngine(job, `${error.message}; the disk has no room to scan it`);
       return;
     }
     // The engine scans other content (or the failure is unexpected): this item counts it.

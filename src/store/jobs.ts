@@ -19,6 +19,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     creationDate: row.creation_date,
     legacy: row.legacy === null ? null : (JSON.parse(row.legacy) as LegacyJobOptions),
     lastError: row.last_error,
+    size: Number(row.size),
   };
 }
 
@@ -44,8 +45,28 @@ export class JobRepository {
         creation_date: job.creationDate,
         legacy: job.legacy ? JSON.stringify(job.legacy) : null,
         last_error: job.lastError ?? null,
+        size: job.size ?? 0,
       })
       .execute();
+  }
+
+  /** Bytes held in the spool by unfinished jobs: in all, and of one account. */
+  async spooledBytes(accountId: string): Promise<{ total: number; account: number }> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select((eb) => [
+        eb.fn.coalesce(eb.fn.sum<number>('size'), eb.lit(0)).as('total'),
+        eb.fn
+          .coalesce(
+            eb.fn.sum<number>(
+              eb.case().when('account_id', '=', accountId).then(eb.ref('size')).else(0).end(),
+            ),
+            eb.lit(0),
+          )
+          .as('account'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { total: Number(row.total), account: Number(row.account) };
   }
 
   /** Whether a job with this id exists (finished jobs are deleted). */

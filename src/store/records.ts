@@ -89,6 +89,8 @@ export interface Job {
   legacy?: LegacyJobOptions | null;
   /** Why the previous counted attempt failed; null when it recorded nothing (or there was none). */
   lastError?: string | null;
+  /** Bytes held in the spool for the job (0 or absent for a fetch): counted by the spool quota. */
+  size?: number;
 }
 
 export type LegacyFormat = 'json' | 'xml' | 'yaml';

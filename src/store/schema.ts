@@ -70,6 +70,8 @@ export interface JobsTable {
   legacy: string | null;
   /** Why the last counted attempt failed; null when it recorded nothing (it may have ended the process). */
   last_error: string | null;
+  /** Bytes held in the spool for the job (0 for a fetch). */
+  size: number;
 }
 
 export interface TraceEventsTable {

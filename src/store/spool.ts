@@ -1,10 +1,24 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { syncDirectory } from './disk-sync.js';
 
 export class SpoolTooLargeError extends Error {}
+
+/** Error codes of a write that found no room: the file system's, a quota's, SQLite's. */
+const NO_SPACE_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
+
+/** Whether a failure (or what caused it, a few levels down) is a full disk. */
+export function isDiskFull(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && NO_SPACE_CODES.has(code)) return true;
+    current = current.cause;
+  }
+  return false;
+}
 
 /** A spool file's name: the id of its job (32 hex digits), `.part` while it is being written. */
 const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
@@ -16,6 +30,8 @@ const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
  */
 export class Spool {
   private readonly dir: string;
+  /** Set when a write in the data dir found no room; cleared once a probe write succeeds. */
+  private full = false;
 
   constructor(dataDir: string) {
     this.dir = join(dataDir, 'spool');
@@ -52,6 +68,7 @@ export class Spool {
     } catch (error) {
       await file.close();
       await rm(partial, { force: true });
+      if (isDiskFull(error)) this.full = true;
       throw error;
     }
     await file.close();
@@ -65,6 +82,30 @@ export class Spool {
       throw error;
     }
     return { path, size };
+  }
+
+  /** A write in the data dir (the spool's or the store's) found the disk full. */
+  noteDiskFull(): void {
+    this.full = true;
+  }
+
+  /**
+   * Whether the disk was found full and still is. Once a write found no room, the disk counts as
+   * full until it has room for `uploadBytes` (the largest upload) or a tenth of its size, whichever
+   * is less: a few free bytes left by a removed partial upload are not room for new work.
+   */
+  async diskFull(uploadBytes: number): Promise<boolean> {
+    if (!this.full) return false;
+    const stats = await statfs(this.dir);
+    const free = stats.bavail * stats.bsize;
+    if (free >= Math.min(uploadBytes, (stats.blocks * stats.bsize) / 10)) this.full = false;
+    return this.full;
+  }
+
+  /** Whether the spool's disk has `bytes` free. */
+  async hasRoom(bytes: number): Promise<boolean> {
+    const stats = await statfs(this.dir);
+    return stats.bavail * stats.bsize >= bytes;
   }
 
   read(path: string): Readable {

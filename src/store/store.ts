@@ -24,6 +24,7 @@ import * as keyRateLimits from './migrations/0004-key-rate-limits.js';
 import * as legacyApi from './migrations/0005-legacy-api.js';
 import * as callbackDestinations from './migrations/0006-callback-destinations.js';
 import * as jobLeases from './migrations/0007-job-leases.js';
+import * as jobSize from './migrations/0008-job-size.js';
 import * as accountActive from './migrations/0009-account-active.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '0005-legacy-api': legacyApi,
   '0006-callback-destinations': callbackDestinations,
   '0007-job-leases': jobLeases,
+  '0008-job-size': jobSize,
   '0009-account-active': accountActive,
 };
 

@@ -5,7 +5,9 @@ import {
   ContentTooLargeError,
   EmptyContentError,
   EngineUnavailableError,
+  SpoolQuotaExceededError,
 } from '../../processing/errors.js';
+import { isDiskFull } from '../../store/spool.js';
 import { HttpError } from '../http-error.js';
 
 export interface ClientError {
@@ -13,6 +15,9 @@ export interface ClientError {
   message: string;
   headers?: Record<string, string>;
 }
+
+/** Async work held in the spool takes a while to finish: retrying sooner would only be refused. */
+const SPOOL_FULL_RETRY_SECONDS = 30;
 
 /** Maps every failure to a status code and a `{"error"}` body; unknown errors become a bare 500. */
 function classify(error: FastifyError | Error): ClientError | null {
@@ -25,6 +30,21 @@ function classify(error: FastifyError | Error): ClientError | null {
   if (error instanceof ContentNotExaminedError) return { statusCode: 422, message: error.message };
   if (error instanceof EngineUnavailableError) {
     return { statusCode: 503, message: error.message, headers: { 'retry-after': '5' } };
+  }
+  if (error instanceof SpoolQuotaExceededError) {
+    return {
+      statusCode: error.scope === 'total' ? 507 : 429,
+      message: error.message,
+      headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
+  }
+  // No room for the content or the job (ENOSPC, SQLITE_FULL): nothing was kept; retry later.
+  if (isDiskFull(error)) {
+    return {
+      statusCode: 507,
+      message: 'the service has no disk space left for new work: retry later',
+      headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
   }
   const code = (error as FastifyError).code;
   if (code === 'FST_REQ_FILE_TOO_LARGE')
@@ -77,6 +97,8 @@ export function clientErrorOf(
   reply: FastifyReply,
 ): Required<ClientError> {
   const known = classify(error);
+  // Readiness reports the full disk until space returns.
+  if (isDiskFull(error)) request.server.services.spool.noteDiskFull();
   if (known === null) {
     request.log.error({ err: error }, 'request failed');
   } else if (known.statusCode >= 500) {

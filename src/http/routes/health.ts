@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ClamdVersion } from '../../engines/clamav/clamd-client.js';
 import { ownSignaturesVersion } from '../../engines/clamav/signatures.js';
+import { MULTIPART_OVERHEAD } from '../multipart-submission.js';
 
 function describeClamav(version: ClamdVersion, ownVersion: string) {
   const date = version.databaseDate;
@@ -30,18 +31,25 @@ function publicReason(reason: unknown): string {
  * engine's versions). Both are open without credentials, so they name no file, socket or address.
  */
 export default async function health(app: FastifyInstance) {
-  const { store, clamd } = app.services;
+  const { store, clamd, spool, config } = app.services;
   const ownVersion = ownSignaturesVersion();
 
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck] = await Promise.allSettled([store.ping(), clamd.version()]);
+    const [storeCheck, clamdCheck, diskCheck] = await Promise.allSettled([
+      store.ping(),
+      clamd.version(),
+      spool.diskFull(Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD),
+    ]);
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
     // The log has the whole reason; the answer, open to anyone, names no path or address.
     const problems = failures.map(([what, reason]) => `${what}: ${publicReason(reason)}`);
+    // New work was refused with 507 for want of space, and there is still too little.
+    if (diskCheck.status === 'fulfilled' && diskCheck.value) problems.push('disk full');
+    if (diskCheck.status === 'rejected') problems.push(`disk: ${publicReason(diskCheck.reason)}`);
     if (problems.length > 0) {
       request.log.warn(
         { problems: failures.map(([what, reason]) => `${what}: ${String(reason)}`) },

@@ -4,7 +4,7 @@ import { EmptyContentError } from '../../../processing/errors.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
 import { SpoolTooLargeError } from '../../../store/spool.js';
 import { HttpError } from '../../http-error.js';
-import { readUploadForm } from '../../multipart-submission.js';
+import { checkUploadHeaders, declaredLength, readUploadForm } from '../../multipart-submission.js';
 import type { AcknowledgementBody } from '../../openapi/schemas.js';
 import { submitterOf } from '../../plugins/authentication.js';
 import { fileLocation } from './locations.js';
@@ -17,13 +17,17 @@ export default async function createFileAsync(
   app: FastifyInstance,
   options: { version: ApiVersion },
 ) {
-  const { config, spool, jobs } = app.services;
+  const { config, spool, jobs, spoolQuota } = app.services;
   const { version } = options;
 
   app.post('/files/async', async (request, reply) => {
     const principal = submitterOf(request);
     const id = newId();
     const receivedAt = new Date().toISOString();
+    checkUploadHeaders(request, config.maxFileSize);
+    // The quota is decided on the declared length before a byte is stored, and again as it streams.
+    const reservation = await spoolQuota.reserve(principal.accountId, declaredLength(request));
+    let committed = false;
     // Whatever fails after the content is spooled (a second file part, a bad field after it, the
     // client going away, the job's commit) must not leave it behind.
     let written: string | null = null;
@@ -37,7 +41,7 @@ export default async function createFileAsync(
         },
         async (content) => {
           try {
-            const result = await spool.write(id, content, config.maxFileSize);
+            const result = await spool.write(id, reservation.count(content), config.maxFileSize);
             written = result.path;
             return result;
           } catch (error) {
@@ -65,12 +69,16 @@ export default async function createFileAsync(
           attempts: 0,
           runAfter: receivedAt,
           creationDate: receivedAt,
+          size: spooled.size,
         },
         `received: upload of ${spooled.size} bytes`,
       );
+      committed = true;
     } catch (error) {
       if (written !== null) await spool.remove(written);
       throw error;
+    } finally {
+      reservation.release(committed);
     }
     return reply
       .code(202)
