@@ -233,6 +233,13 @@ export class AddressPolicy {
     return why === null ? null : `${ip} is ${why}`;
   }
 
+  /** For a URL's host that is an IP literal, the reason it is refused; null for names and allowed addresses. */
+  literalRefusal(hostname: string): string | null {
+    const bare =
+      hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+    return isIP(withoutScope(bare)) === 0 ? null : this.refusal(bare, bare);
+  }
+
   private hostAllowed(hostname: string): boolean {
     const unbracketed = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
     if (isIP(unbracketed) !== 0) return false;
