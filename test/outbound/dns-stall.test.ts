@@ -10,7 +10,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
+import { useSharedClamd } from '../helpers/service.js';
+
+const clamd = useSharedClamd();
+let namespaces = 0;
 
 const NETNS_ROOT = '/etc/netns';
 
@@ -26,20 +30,17 @@ function unavailable(): string | null {
   return null;
 }
 
-function runChild(namespace: string, timeoutMs: number): Promise<string> {
+function runChild(
+  namespace: string,
+  script: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       'ip',
-      [
-        'netns',
-        'exec',
-        namespace,
-        process.execPath,
-        '--import',
-        'tsx',
-        'test/helpers/dns-stall-child.ts',
-      ],
-      { env: { ...process.env, UNRESOLVABLE: '40', HOSTED_TIMEOUT_MS: '5000' } },
+      ['netns', 'exec', namespace, process.execPath, '--import', 'tsx', script],
+      { env: { ...process.env, UNRESOLVABLE: '40', HOSTED_TIMEOUT_MS: '5000', ...env } },
     );
     let out = '';
     let err = '';
@@ -58,10 +59,14 @@ function runChild(namespace: string, timeoutMs: number): Promise<string> {
   });
 }
 
-test('40 fetches stalled on a silent resolver do not hold up a fetch of an /etc/hosts name', async (t) => {
+/** A network namespace whose resolver is 127.0.0.53 and whose /etc/hosts names hosted.test; null (the test skipped) where none can be made. */
+function silentResolverNamespace(t: TestContext): string | null {
   const reason = unavailable();
-  if (reason !== null) return void t.skip(reason);
-  const namespace = `assay-dns-${process.pid}`;
+  if (reason !== null) {
+    t.skip(reason);
+    return null;
+  }
+  const namespace = `assay-dns-${process.pid}-${++namespaces}`;
   const createdRoot = !existsSync(NETNS_ROOT);
   const dir = join(NETNS_ROOT, namespace);
   mkdirSync(dir, { recursive: true });
@@ -87,9 +92,17 @@ test('40 fetches stalled on a silent resolver do not hold up a fetch of an /etc/
       stdio: 'pipe',
     });
   } catch (error) {
-    return void t.skip(`no network namespace here: ${String(error).split('\n')[0]}`);
+    t.skip(`no network namespace here: ${String(error).split('\n')[0]}`);
+    return null;
   }
-  const report = JSON.parse(await runChild(namespace, 60_000)) as {
+  return namespace;
+}
+
+test('40 fetches stalled on a silent resolver do not hold up a fetch of an /etc/hosts name', async (t) => {
+  const namespace = silentResolverNamespace(t);
+  if (namespace === null) return;
+  const output = await runChild(namespace, 'test/helpers/dns-stall-child.ts', {}, 60_000);
+  const report = JSON.parse(output) as {
     hosted: string;
     hostedMs: number;
     queries: number;
@@ -105,4 +118,30 @@ test('40 fetches stalled on a silent resolver do not hold up a fetch of an /etc/
   for (const message of report.stalled) {
     assert.match(message, /could not resolve unresolvable-\d+\.example .*DNS lookup timed out/);
   }
+});
+
+test('over HTTP: 40 async fetches stalled on DNS; a sync fetch of an /etc/hosts name and its callback are prompt', async (t) => {
+  const namespace = silentResolverNamespace(t);
+  if (namespace === null) return;
+  const output = await runChild(
+    namespace,
+    'test/helpers/dns-stall-service-child.ts',
+    { ASSAY_CLAMD: clamd.socket },
+    90_000,
+  );
+  const report = JSON.parse(output) as {
+    fetchMs: number;
+    callbackMs: number | null;
+    queries: number;
+    answer: { status: number; body: string };
+  };
+  t.diagnostic(
+    `during 40 stalled lookups: sync fetch of an /etc/hosts name ${report.fetchMs} ms, its callback after ${report.callbackMs} ms`,
+  );
+  assert.equal(report.answer.status, 201, JSON.stringify(report));
+  assert.deepEqual((JSON.parse(report.answer.body) as { findings: string[] }).findings, []);
+  assert.ok(report.queries >= 40, `the silent resolver was asked (${report.queries} queries)`);
+  // Generous bounds for a shared machine: the scan is most of it.
+  assert.ok(report.fetchMs < 3_000, `the fetch took ${report.fetchMs} ms`);
+  assert.ok(report.callbackMs !== null && report.callbackMs < 4_000, JSON.stringify(report));
 });
