@@ -10,6 +10,7 @@ import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
 import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
 import { AddressPolicy } from './outbound/address-policy.js';
+import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { JobRunner } from './processing/job-runner.js';
@@ -88,6 +89,8 @@ export interface ServiceTestHooks {
   detector?: DetectorTestHooks;
   /** The clamd session's idle timeout (30 s by default), short so a test can outlast it. */
   clamdIdleTimeoutMs?: number;
+  /** Answers outbound name lookups (fetches and callbacks) instead of DNS. */
+  resolve?: OutboundOptions['resolve'];
 }
 
 /** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
@@ -135,6 +138,7 @@ export async function startService(
       fetch: {
         policy,
         userAgent,
+        resolve: testHooks.resolve,
         connectTimeoutMs: 10_000,
         totalTimeoutMs: config.fetchTimeoutMs,
         idleTimeoutMs: config.fetchIdleTimeoutMs,
@@ -144,7 +148,13 @@ export async function startService(
     const callbacks = new CallbackDispatcher(
       store,
       {
-        outbound: { policy, userAgent, connectTimeoutMs: 5_000, totalTimeoutMs: 15_000 },
+        outbound: {
+          policy,
+          userAgent,
+          resolve: testHooks.resolve,
+          connectTimeoutMs: 5_000,
+          totalTimeoutMs: 15_000,
+        },
         concurrency: CALLBACK_CONCURRENCY,
         destinationConcurrency: config.callbackDestinationConcurrency,
         retryBaseMs: config.callbackRetryBaseMs,

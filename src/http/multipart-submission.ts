@@ -1,4 +1,6 @@
 import type { FastifyRequest } from 'fastify';
+import type { AddressPolicy } from '../outbound/address-policy.js';
+import { redactUrl } from '../outbound/target.js';
 import {
   MAX_CALLBACK_BODY_BYTES,
   MAX_CALLBACK_METADATA_BYTES,
@@ -35,6 +37,19 @@ export function parseHttpUrl(name: string, value: string): string {
   return value;
 }
 
+/**
+ * Validates a callback URL: absolute http(s), and not a literal address the policy refuses (such
+ * a delivery could never be made; a host name is vetted when the callback is sent).
+ */
+export function parseCallbackUrl(name: string, value: string, policy: AddressPolicy): string {
+  const hostname = new URL(parseHttpUrl(name, value)).hostname;
+  const reason = policy.literalRefusal(hostname);
+  if (reason !== null) {
+    throw new HttpError(400, `${name} ${redactUrl(value)} is refused: ${reason}`);
+  }
+  return value;
+}
+
 /** Collects `callback`, `location` (v2.2) and `metadata[key]` fields; other names are ignored. */
 export class FieldCollector {
   readonly fields: SubmissionFields = { metadata: {}, callback: null, location: null };
@@ -44,6 +59,8 @@ export class FieldCollector {
   private metadataBytes = 2; // {}
 
   constructor(
+    /** Refuses a callback to a literal address it refuses. */
+    private readonly policy: AddressPolicy,
     private readonly acceptMetadata: boolean,
     private readonly acceptLocation = false,
   ) {}
@@ -52,7 +69,7 @@ export class FieldCollector {
     if (truncated)
       throw new HttpError(400, `field ${name} is longer than ${MAX_FIELD_BYTES} bytes`);
     if (name === 'callback') {
-      this.fields.callback = parseHttpUrl('callback', value);
+      this.fields.callback = parseCallbackUrl('callback', value, this.policy);
       this.checkCallbackBody();
       return;
     }
@@ -135,11 +152,20 @@ const MALFORMED = 'malformed multipart body';
  */
 export async function readUploadForm<T>(
   request: FastifyRequest,
-  options: { maxFileSize: number; acceptMetadata: boolean; acceptLocation: boolean },
+  options: {
+    maxFileSize: number;
+    acceptMetadata: boolean;
+    acceptLocation: boolean;
+    policy: AddressPolicy;
+  },
   onFile: (content: AsyncIterable<Buffer>) => Promise<T>,
 ): Promise<{ file: T | null; fields: SubmissionFields }> {
   checkUploadHeaders(request, options.maxFileSize);
-  const collector = new FieldCollector(options.acceptMetadata, options.acceptLocation);
+  const collector = new FieldCollector(
+    options.policy,
+    options.acceptMetadata,
+    options.acceptLocation,
+  );
   let file: { value: T } | null = null;
   const parts = fromClient(
     request.parts({

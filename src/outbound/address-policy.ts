@@ -17,9 +17,37 @@ function ranges(family: Family, table: ReadonlyArray<readonly [string, number, s
   });
 }
 
-// Checked in order, so a specific range (the metadata address) comes before the one containing it.
-const REFUSED_V4 = ranges('ipv4', [
+/**
+ * Cloud metadata and host-agent endpoints: credentials live there. They are refused even for an
+ * allowlisted host name (a name's DNS answer is not the operator's word); only an allowlist CIDR
+ * or address containing them lets them through.
+ */
+const METADATA_V4 = ranges('ipv4', [
+  // AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle, Hetzner, Linode and most others.
   ['169.254.169.254', 32, 'a link-local address (cloud metadata)'],
+  // AWS ECS task metadata and credentials, and the EKS Pod Identity agent.
+  ['169.254.170.2', 32, 'a link-local address (container metadata)'],
+  ['169.254.170.23', 32, 'a link-local address (container credentials)'],
+  // Tencent Cloud and Scaleway.
+  ['169.254.0.23', 32, 'a link-local address (cloud metadata)'],
+  ['169.254.42.42', 32, 'a link-local address (cloud metadata)'],
+  // Alibaba Cloud: inside the CGNAT range.
+  ['100.100.100.200', 32, 'a shared (CGNAT) address (cloud metadata)'],
+  // Oracle Cloud's older metadata address.
+  ['192.0.0.192', 32, 'a reserved address (cloud metadata)'],
+  // Azure WireServer and its instance agent: a public address, reachable only from Azure VMs.
+  ['168.63.129.16', 32, 'a cloud platform address (Azure WireServer)'],
+]);
+
+const METADATA_V6 = ranges('ipv6', [
+  ['fd00:ec2::254', 128, 'a unique local address (cloud metadata)'],
+  ['fd00:ec2::23', 128, 'a unique local address (container credentials)'],
+  ['fd20:ce::254', 128, 'a unique local address (cloud metadata)'],
+  ['fd00:42::42', 128, 'a unique local address (cloud metadata)'],
+]);
+
+// Checked after the metadata addresses, in order.
+const REFUSED_V4 = ranges('ipv4', [
   // Linux connects 0.0.0.0 to the local host.
   ['0.0.0.0', 32, 'an unspecified address'],
   ['0.0.0.0', 8, 'a reserved address ("this network")'],
@@ -192,14 +220,24 @@ export class AddressPolicy {
     return new AddressPolicy(allowed, hosts, suffixes);
   }
 
-  /** Reason the IP is refused, or null when it may be contacted. `hostname` is the name in the URL (an allowlisted host name lets any of its addresses through). */
+  /** Reason the IP is refused, or null when it may be contacted. `hostname` is the name in the URL (an allowlisted host name lets any of its addresses through but cloud metadata ones, which only an allowlisted CIDR or address lets through). */
   refusal(ip: string, hostname: string): string | null {
     const bare = withoutScope(ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip);
     const family = isIP(bare);
     if (family === 0) return `${ip} is not an IP address`;
-    if (this.hostAllowed(hostname)) return null;
-    const why = family === 4 ? this.ipv4Reason(bare) : this.ipv6Reason(bare);
+    const why = this.hostAllowed(hostname)
+      ? this.metadataReason(bare, family)
+      : family === 4
+        ? this.ipv4Reason(bare)
+        : this.ipv6Reason(bare);
     return why === null ? null : `${ip} is ${why}`;
+  }
+
+  /** For a URL's host that is an IP literal, the reason it is refused; null for names and allowed addresses. */
+  literalRefusal(hostname: string): string | null {
+    const bare =
+      hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+    return isIP(withoutScope(bare)) === 0 ? null : this.refusal(bare, bare);
   }
 
   private hostAllowed(hostname: string): boolean {
@@ -210,8 +248,25 @@ export class AddressPolicy {
     return this.hosts.has(name) || this.suffixes.some((suffix) => name.endsWith(suffix));
   }
 
+  /** Why a metadata address is refused (in any IPv6 form of it), unless allowed by address. */
+  private metadataReason(ip: string, family: number): string | null {
+    if (family === 4) {
+      if (this.allowed.check(ip, 'ipv4')) return null;
+      return METADATA_V4.find((range) => range.list.check(ip, 'ipv4'))?.reason ?? null;
+    }
+    if (this.allowed.check(ip, 'ipv6')) return null;
+    const embedded = embeddedIpv4(ipv6Groups(ip));
+    if (embedded !== null) {
+      const why = this.metadataReason(embedded.ipv4, 4);
+      return why === null ? null : `${embedded.form} form of ${embedded.ipv4}, ${why}`;
+    }
+    return METADATA_V6.find((range) => range.list.check(ip, 'ipv6'))?.reason ?? null;
+  }
+
   private ipv4Reason(ip: string): string | null {
     if (this.allowed.check(ip, 'ipv4')) return null;
+    const metadata = METADATA_V4.find((range) => range.list.check(ip, 'ipv4'));
+    if (metadata !== undefined) return metadata.reason;
     return REFUSED_V4.find((range) => range.list.check(ip, 'ipv4'))?.reason ?? null;
   }
 
@@ -228,7 +283,9 @@ export class AddressPolicy {
         ? `${embedded.form} address (of ${embedded.ipv4})`
         : null;
     }
-    const range = REFUSED_V6.find((candidate) => candidate.list.check(ip, 'ipv6'));
+    const range = [...METADATA_V6, ...REFUSED_V6].find((candidate) =>
+      candidate.list.check(ip, 'ipv6'),
+    );
     if (range !== undefined) return range.reason;
     if (GLOBAL_UNICAST_V6?.check(ip, 'ipv6') !== true) {
       return 'a reserved address (outside global unicast 2000::/3)';

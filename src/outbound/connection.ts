@@ -2,18 +2,14 @@
  * Vetted connection establishment: DNS answers checked against the AddressPolicy, and the TCP
  * (and TLS) connection opened to exactly a vetted IP.
  */
-import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import { type AddressPolicy, canonicalIp } from './address-policy.js';
+import { NameResolver, type ResolvedAddress } from './name-resolver.js';
 import type { Operation } from './operation.js';
 import { describe, OutboundError, OutboundRefusedError, type Target } from './target.js';
 
-/** An address a host name resolves to. */
-export interface ResolvedAddress {
-  address: string;
-  family: number;
-}
+export type { ResolvedAddress } from './name-resolver.js';
 
 export interface OutboundOptions {
   policy: AddressPolicy;
@@ -27,14 +23,12 @@ export interface OutboundOptions {
    */
   idleTimeoutMs?: number;
   userAgent: string;
-  /** Resolves host names; default dns.lookup with all: true. Tests use it to play DNS without a resolver. */
-  resolve?: (hostname: string) => Promise<readonly ResolvedAddress[]>;
+  /** Resolves host names (`signal` aborts the lookup); default the process's NameResolver. Tests use it to play DNS without a resolver. */
+  resolve?: (hostname: string, signal?: AbortSignal) => Promise<readonly ResolvedAddress[]>;
 }
 
-function defaultResolve(hostname: string): Promise<readonly ResolvedAddress[]> {
-  // Through the module object, not a named import, so the lookup is the one installed at call time.
-  return dns.promises.lookup(hostname, { all: true, verbatim: true });
-}
+/** One for the process, so that its bound on lookups in flight holds for every request. */
+const processResolver = new NameResolver();
 
 /** The addresses the target may be contacted on; refuses if any of them is refused. */
 async function vettedAddresses(
@@ -52,7 +46,9 @@ async function vettedAddresses(
   }
   let answers: readonly ResolvedAddress[];
   try {
-    answers = await op.race((options.resolve ?? defaultResolve)(target.hostname));
+    answers = await op.race(
+      (options.resolve ?? processResolver.resolve)(target.hostname, op.signal),
+    );
   } catch (err) {
     throw op.explain(
       err,

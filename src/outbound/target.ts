@@ -88,6 +88,10 @@ const NETWORK_ERRORS: Record<string, string> = {
   ENOTFOUND: 'no such host',
   EAI_AGAIN: 'temporary DNS failure',
   ENODATA: 'no address for this name',
+  ETIMEOUT: 'DNS lookup timed out',
+  ESERVFAIL: 'DNS server failure',
+  EREFUSED: 'DNS query refused',
+  ECANCELLED: 'DNS lookup cancelled',
 };
 
 /** A short, user-facing description of a socket, DNS or parser error. */

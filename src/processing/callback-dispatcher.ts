@@ -242,9 +242,10 @@ export class CallbackDispatcher {
       if (status >= 200 && status < 300) return { kind: 'delivered', status };
       return { kind: 'failed', failure: `HTTP ${status}`, outcome: 'failed' };
     } catch (error) {
-      // A refusal by the address policy costs the destination nothing: it does not count.
+      // A refusal by the address policy cannot change while the service runs: given up at once,
+      // and it costs the destination nothing.
       if (error instanceof OutboundRefusedError)
-        return { kind: 'failed', failure: error.message, outcome: 'neutral' };
+        return { kind: 'undeliverable', failure: error.message };
       if (error instanceof OutboundError)
         return { kind: 'failed', failure: error.message, outcome: 'failed' };
       this.logger.error({ err: error, delivery: delivery.id }, 'callback attempt failed');

@@ -9,6 +9,8 @@
  *   wrapped so that a non-loopback answer fails the connect before it starts.
  * - `dns.lookup` and `dns.promises.lookup` refuse every name but 'localhost' and IP literals
  *   ('localhost' comes from /etc/hosts, so no packet is sent).
+ * - `Resolver` queries (c-ares, both APIs) are refused unless every name server the resolver
+ *   would ask is a loopback address (a test's own DNS server).
  *
  * Every destination the guard sees is recorded, so tests can prove both that a form of connect
  * went through the guard and that the code under test refused an address before the guard had to.
@@ -169,9 +171,57 @@ function installDnsGuard(): void {
   syncBuiltinESMExports();
 }
 
+/** '127.0.0.1', '127.0.0.1:5353', '[::1]:53' or '::1' to its IP. */
+function serverIp(server: string): string {
+  if (server.startsWith('[')) return server.slice(1, server.indexOf(']'));
+  return net.isIP(server) !== 0 ? server : server.slice(0, server.lastIndexOf(':'));
+}
+
+const RESOLVER_METHODS = [
+  'resolve',
+  'resolve4',
+  'resolve6',
+  'resolveAny',
+  'resolveCname',
+  'resolveMx',
+  'resolveNs',
+  'resolveTxt',
+  'resolveSrv',
+  'resolvePtr',
+  'resolveNaptr',
+  'resolveSoa',
+  'resolveCaa',
+  'reverse',
+] as const;
+
+function installResolverGuard(): void {
+  for (const ResolverClass of [dns.Resolver, dnsPromises.Resolver]) {
+    const proto = ResolverClass.prototype as unknown as Record<string, Callback> & {
+      getServers(): string[];
+    };
+    for (const method of RESOLVER_METHODS) {
+      const original = proto[method];
+      if (typeof original !== 'function') continue;
+      proto[method] = function guardedResolve(this: typeof proto, ...args: unknown[]): unknown {
+        const servers = this.getServers();
+        const outside = servers.filter((server) => !isLoopbackIp(serverIp(server)));
+        if (servers.length === 0 || outside.length > 0) {
+          const error = refuse(
+            `DNS query ${method}(${String(args[0])}) to ${outside.join(', ') || 'no server'}`,
+          );
+          if (ResolverClass === dnsPromises.Resolver) return Promise.reject(error);
+          throw error;
+        }
+        return original.apply(this, args);
+      };
+    }
+  }
+}
+
 const registry = globalThis as unknown as Record<symbol, boolean | undefined>;
 if (registry[installed] !== true) {
   registry[installed] = true;
   installConnectGuard();
   installDnsGuard();
+  installResolverGuard();
 }

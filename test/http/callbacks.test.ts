@@ -107,23 +107,80 @@ describe('callbacks', () => {
     assert.equal(delivered?.body.toString(), result);
   });
 
-  test('a callback to a refused address is never sent, and the attempt says why', async (t) => {
-    const svc = await buildService(t, {
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_CALLBACK_RETRY_BASE_MS: '100',
-    });
+  test('a callback URL that is a refused literal address is refused at submission (400)', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const refused = [
+      'http://10.0.0.1/hook',
+      'http://169.254.169.254/',
+      'http://[::1]:8080/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'http://0x7f.1/hook',
+    ];
+    const submit = (route: string, callback: string) => {
+      if (route.endsWith('/files/fetch')) {
+        return fetch(`${svc.url}${route}`, {
+          method: 'POST',
+          headers: { authorization: svc.auth, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ location: 'https://files.example/x', callback }).toString(),
+        });
+      }
+      return fetch(`${svc.url}${route}`, {
+        method: 'POST',
+        headers: { authorization: svc.auth },
+        body: uploadForm('hello', { callback }),
+      });
+    };
+    const routes = ['/v2.0/files', '/v2.2/files', '/v2.0/files/async', '/v2.2/files/async'];
+    for (const route of [...routes, '/v2.1/files/fetch', '/v2.2/files/fetch']) {
+      for (const callback of refused) {
+        const answer = await submit(route, callback);
+        const body = (await answer.json()) as { error?: string };
+        assert.equal(answer.status, 400, `${route} ${callback}`);
+        assert.match(
+          body.error ?? '',
+          /^callback https?:\/\/.* is refused: .* is an? (private|link-local|loopback|IPv4-mapped)/,
+        );
+      }
+    }
+    assert.deepEqual(await svc.store.db.selectFrom('jobs').selectAll().execute(), []);
+    assert.deepEqual(await svc.store.db.selectFrom('files').selectAll().execute(), []);
+  });
+
+  test('a callback refused by the address policy when sent is given up at once, not retried', async (t) => {
+    // hooks.test resolves to a private address: only the attempt can find that out.
+    const svc = await buildService(
+      t,
+      { ASSAY_CLAMD: clamd.socket, ASSAY_CALLBACK_RETRY_BASE_MS: '100' },
+      undefined,
+      { resolve: async () => [{ address: '10.1.2.3', family: 4 }] },
+    );
     const upload = await fetch(`${svc.url}/v2.2/files`, {
       method: 'POST',
       headers: { authorization: svc.auth },
-      body: uploadForm('hello', { callback: 'http://169.254.169.254/hook' }),
+      body: uploadForm('hello', { callback: 'http://hooks.test/hook' }),
     });
     const { id } = (await upload.json()) as { id: string };
-    await sleep(500);
-    const trace = (await (
-      await fetch(`${svc.url}/v2.2/files/${id}/trace`, { headers: { authorization: svc.auth } })
-    ).json()) as { events: Array<{ message: string }> };
-    const attempt = trace.events.find((e) => e.message.startsWith('callback attempt 1'));
-    assert.match(attempt?.message ?? '', /refused.*link-local/, JSON.stringify(trace.events));
+    const callbackLines = async () => {
+      const trace = (await (
+        await fetch(`${svc.url}/v2.2/files/${id}/trace`, { headers: { authorization: svc.auth } })
+      ).json()) as { events: Array<{ message: string }> };
+      return trace.events.map((e) => e.message).filter((m) => m.startsWith('callback'));
+    };
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline && (await callbackLines()).length === 0) await sleep(50);
+    // Retries would come about every 100 ms, doubling: none does.
+    await sleep(1_500);
+    const lines = await callbackLines();
+    assert.equal(lines.length, 1, lines.join(' | '));
+    assert.match(
+      lines[0] ?? '',
+      /^callback attempt 1 to http:\/\/hooks\.test\/hook: refused .*10\.1\.2\.3 is a private address.*; given up$/,
+    );
+    const deliveries = await svc.store.db.selectFrom('callback_deliveries').selectAll().execute();
+    assert.deepEqual(
+      deliveries.map((d) => d.state),
+      ['failed'],
+    );
   });
 
   test('given up after the maximum age, and the trace records it', async (t) => {

@@ -151,6 +151,35 @@ describe('POST /files/fetch', () => {
       assert.match(String(result.error), /refused/, `${path}: ${result.error}`);
     }
   });
+
+  test('an allowed host name resolving to a cloud metadata address is refused before connecting', async (t) => {
+    // DNS for the test: allowed.test points at the local server, the meta names at metadata.
+    const answers: Record<string, string> = {
+      'allowed.test': '127.0.0.1',
+      'meta4.allowed.test': '169.254.169.254',
+      'meta6.allowed.test': 'fd00:ec2::254',
+      'ecs.allowed.test': '169.254.170.2',
+    };
+    const resolve = async (name: string) => {
+      const address = answers[name];
+      if (address === undefined) throw Object.assign(new Error('no'), { code: 'ENOTFOUND' });
+      return [{ address, family: address.includes(':') ? 6 : 4 }];
+    };
+    const byName = { ASSAY_CLAMD: clamd.socket, ASSAY_FETCH_ALLOW: 'allowed.test, *.allowed.test' };
+    const svc = await buildService(t, byName, undefined, { resolve });
+    const clean = await submitFetch(svc.url, svc.auth, {
+      location: `http://allowed.test:${content.port}/clean.txt`,
+    });
+    assert.deepEqual((await pollResult(svc.url, svc.auth, String(clean.body.id))).findings, []);
+    for (const name of ['meta4', 'meta6', 'ecs']) {
+      const { body } = await submitFetch(svc.url, svc.auth, {
+        location: `http://${name}.allowed.test:${content.port}/clean.txt`,
+      });
+      const result = await pollResult(svc.url, svc.auth, String(body.id));
+      assert.match(String(result.error), /refused .*metadata/, `${name}: ${result.error}`);
+      assert.equal('findings' in result, false);
+    }
+  });
 });
 
 describe('v2.2 POST /files with location', () => {

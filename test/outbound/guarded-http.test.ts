@@ -434,6 +434,24 @@ describe('allowlist', () => {
     );
   });
 
+  test('an allowed name that resolves to a cloud metadata address is refused before connecting', async () => {
+    const policy = AddressPolicy.fromSetting('allowed.test');
+    for (const address of ['169.254.169.254', 'fd00:ec2::254', '100.100.100.200']) {
+      const resolve = async () => [
+        { address: '127.0.0.1', family: 4 },
+        { address, family: address.includes(':') ? 6 : 4 },
+      ];
+      await assert.rejects(
+        fetchAll(`http://allowed.test:${port}/small`, { policy, resolve }),
+        refusedError(/allowed\.test has a refused address \(.*cloud metadata\)/),
+      );
+    }
+    const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
+    const body = await fetchAll(`http://allowed.test:${port}/small`, { policy, resolve });
+    assert.equal(body.toString(), 'small body');
+    assert.deepEqual(guardRefused, []);
+  });
+
   test('a bad entry throws from fromSetting, naming it', () => {
     for (const bad of ['10.0.0.0/33', 'not a cidr!', '::/129', '300.1.1.1', '10.0.0.0/8/1', '*.']) {
       assert.throws(
@@ -660,7 +678,10 @@ describe('AddressPolicy', () => {
     ['::8.8.8.8', /deprecated IPv4-compatible/],
     ['fd00::1', /unique local/],
     ['fc00::1', /unique local/],
-    ['fd00:ec2::254', /unique local/],
+    ['fd00:ec2::254', /^fd00:ec2::254 is a unique local address \(cloud metadata\)$/],
+    ['169.254.170.2', /container metadata/],
+    ['100.100.100.200', /CGNAT.*cloud metadata/],
+    ['168.63.129.16', /Azure WireServer/],
     ['fe80::1', /link-local/],
     ['FE80::1', /link-local/],
     ['fe80::1%eth0', /link-local/],
@@ -707,6 +728,34 @@ describe('AddressPolicy', () => {
     assert.match(policy.refusal('10.0.0.1', 'cdn.test') ?? '', /private/);
     // A host-name entry never matches an IP literal that happens to be in the URL.
     assert.match(policy.refusal('10.0.0.1', '10.0.0.1') ?? '', /private/);
+  });
+
+  test('an allowed host name lets every address through but cloud metadata ones; a CIDR does', () => {
+    const byName = AddressPolicy.fromSetting('allowed.test, *.cdn.test');
+    assert.equal(byName.refusal('127.0.0.1', 'allowed.test'), null);
+    assert.equal(byName.refusal('10.1.2.3', 'a.cdn.test'), null);
+    const metadata: Array<[string, RegExp]> = [
+      ['169.254.169.254', /^169\.254\.169\.254 is a link-local address \(cloud metadata\)$/],
+      ['169.254.170.2', /container metadata/],
+      ['169.254.170.23', /container credentials/],
+      ['100.100.100.200', /cloud metadata/],
+      ['168.63.129.16', /Azure WireServer/],
+      ['fd00:ec2::254', /cloud metadata/],
+      ['FD00:EC2:0::23', /container credentials/],
+      ['::ffff:169.254.169.254', /IPv4-mapped form of 169\.254\.169\.254, .*cloud metadata/],
+      ['::ffff:a9fe:a9fe', /cloud metadata/],
+      ['64:ff9b::a9fe:a9fe', /NAT64 form of 169\.254\.169\.254/],
+    ];
+    for (const [ip, reason] of metadata) {
+      assert.match(byName.refusal(ip, 'allowed.test') ?? 'allowed', reason, ip);
+      assert.match(byName.refusal(ip, 'x.cdn.test') ?? 'allowed', reason, ip);
+    }
+    // Only by address: a CIDR (or a single address) that holds the metadata address.
+    const byAddress = AddressPolicy.fromSetting('169.254.0.0/16, fd00:ec2::/32, 100.100.100.200');
+    for (const ip of ['169.254.169.254', '169.254.170.2', 'fd00:ec2::254', '100.100.100.200']) {
+      assert.equal(byAddress.refusal(ip, 'anything.test'), null, ip);
+    }
+    assert.match(byAddress.refusal('168.63.129.16', 'anything.test') ?? '', /WireServer/);
   });
 
   test("'' allows nothing extra", () => {

@@ -1,6 +1,6 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import type { LookupAddress } from 'node:dns';
+import dns, { type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -109,6 +109,30 @@ describe('loopback-only test guard', () => {
     // A path that does not exist: the error must come from the OS, not the guard.
     const error = await failed(net.connect('/nonexistent/assay-guard-test.sock'));
     assert.equal((error as NodeJS.ErrnoException).code, 'ENOENT');
+    assert.deepEqual(takeRefusals(), []);
+  });
+
+  test('Resolver queries (both APIs) go only to loopback name servers', async () => {
+    for (const resolver of [new dns.promises.Resolver(), new dns.Resolver()]) {
+      resolver.setServers(['192.0.2.53']);
+      const query =
+        resolver instanceof dns.promises.Resolver
+          ? resolver.resolve4('example.test')
+          : new Promise((resolve, reject) =>
+              (resolver as dns.Resolver).resolve4('example.test', (err, answers) =>
+                err === null ? resolve(answers) : reject(err),
+              ),
+            );
+      await assert.rejects(query, /loopback-only test guard: refused DNS query resolve4/);
+      assert.equal(takeRefusals().length, 1);
+    }
+    // A loopback server passes the guard: the error is the network's (nothing listens on port 9).
+    const local = new dns.promises.Resolver({ timeout: 200, tries: 1 });
+    local.setServers(['127.0.0.1:9']);
+    await assert.rejects(local.resolve4('example.test'), (error: NodeJS.ErrnoException) => {
+      assert.doesNotMatch(error.message, /test guard/);
+      return true;
+    });
     assert.deepEqual(takeRefusals(), []);
   });
 });

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import type { AddressPolicy } from '../../../outbound/address-policy.js';
 import { redactUrl } from '../../../outbound/target.js';
 import { newLegacyId, pendingResult } from '../../../processing/legacy-result.js';
 import { HttpError } from '../../http-error.js';
-import { parseHttpUrl } from '../../multipart-submission.js';
+import { parseCallbackUrl, parseHttpUrl } from '../../multipart-submission.js';
 import { legacySubmitterOf } from './legacy-access.js';
 import { legacyArguments, sendLegacy } from './legacy-reply.js';
 
@@ -12,13 +13,18 @@ function optionalUrl(form: URLSearchParams, name: string): string | null {
   return value === null || value === '' ? null : parseHttpUrl(name, value);
 }
 
+function optionalCallback(form: URLSearchParams, name: string, policy: AddressPolicy) {
+  const value = form.get(name);
+  return value === null || value === '' ? null : parseCallbackUrl(name, value, policy);
+}
+
 /**
  * POST /api/scan/fetch (form fields `url`, `callback`, `post_callback`): 200 with `pending` at
  * once; the download runs in the background through the SSRF guard, limited only by what the
  * engine is set up to scan. When done, `callback` gets a bare GET and `post_callback` the result.
  */
 export default async function scanFetch(app: FastifyInstance) {
-  const { jobs } = app.services;
+  const { jobs, outbound } = app.services;
 
   app.post('/fetch', async (request, reply) => {
     const args = legacyArguments(request);
@@ -28,8 +34,8 @@ export default async function scanFetch(app: FastifyInstance) {
     }
     const location = optionalUrl(request.body, 'url');
     if (location === null) throw new HttpError(400, 'url is required: the URL of the content');
-    const callback = optionalUrl(request.body, 'callback');
-    const postCallback = optionalUrl(request.body, 'post_callback');
+    const callback = optionalCallback(request.body, 'callback', outbound.fetch.policy);
+    const postCallback = optionalCallback(request.body, 'post_callback', outbound.fetch.policy);
     const id = newLegacyId();
     const receivedAt = new Date().toISOString();
     await jobs.submit(

@@ -17,7 +17,7 @@ export default async function createFileAsync(
   app: FastifyInstance,
   options: { version: ApiVersion },
 ) {
-  const { config, spool, jobs, spoolQuota } = app.services;
+  const { config, spool, jobs, spoolQuota, outbound } = app.services;
   const { version } = options;
 
   app.post('/files/async', async (request, reply) => {
@@ -38,6 +38,7 @@ export default async function createFileAsync(
           maxFileSize: config.maxFileSize,
           acceptMetadata: hasMetadata(version),
           acceptLocation: false,
+          policy: outbound.fetch.policy,
         },
         async (content) => {
           try {

@@ -26,6 +26,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
         maxFileSize: config.maxFileSize,
         acceptMetadata: hasMetadata(version),
         acceptLocation: version === 'v2.2',
+        policy: outbound.fetch.policy,
       },
       (content) => processor.scan(content, { categories: principal.detectionCategories }),
     );

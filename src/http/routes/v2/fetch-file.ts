@@ -13,7 +13,7 @@ import { fileLocation } from './locations.js';
  * download happens in the background, so the answer never waits on the remote host.
  */
 export default async function fetchFile(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { config, jobs } = app.services;
+  const { config, jobs, outbound } = app.services;
   const { version } = options;
 
   app.post('/files/fetch', async (request, reply) => {
@@ -24,7 +24,7 @@ export default async function fetchFile(app: FastifyInstance, options: { version
         'the request must be application/x-www-form-urlencoded with a location',
       );
     }
-    const collector = new FieldCollector(hasMetadata(version));
+    const collector = new FieldCollector(outbound.fetch.policy, hasMetadata(version));
     let location: string | null = null;
     for (const [name, value] of request.body) {
       if (name === 'location') location = parseHttpUrl('location', value);
