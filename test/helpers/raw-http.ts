@@ -3,6 +3,8 @@ import { connect, type Socket } from 'node:net';
 /** A request written by hand on a socket: for clients that stall, trickle or half-send. */
 export interface RawRequest {
   socket: Socket;
+  /** What was written at once when the connection opened. */
+  head: string | Buffer;
   /** Writes more of the request. */
   send(data: string | Buffer): void;
   /** Everything the server sent, once it closed the connection, and when it did. */
@@ -37,6 +39,7 @@ export function rawRequest(url: string, head: string | Buffer): RawRequest {
   };
   return {
     socket,
+    head,
     send(data) {
       socket.write(data);
     },
