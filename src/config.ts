@@ -70,6 +70,11 @@ export interface Config {
   jobLeaseMs: number;
   /** Jobs of one account in flight at most. */
   accountJobConcurrency: number;
+  /** Open client connections at most, and per client address (IPv6: per /64). */
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  /** The longest a new connection may take to send its first complete request head. */
+  headerTimeoutMs: number;
 }
 
 export interface RateLimitSetting {
@@ -177,6 +182,18 @@ export const SETTINGS = {
   ASSAY_ACCOUNT_JOB_CONCURRENCY: {
     default: '0',
     doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
+  },
+  ASSAY_MAX_CONNECTIONS: {
+    default: '4096',
+    doc: 'Open client connections at most; beyond it the oldest idle one of the busiest address is closed.',
+  },
+  ASSAY_MAX_CONNECTIONS_PER_ADDRESS: {
+    default: '256',
+    doc: 'Open connections of one client address (IPv6: /64) at most; more are closed at once.',
+  },
+  ASSAY_HEADER_TIMEOUT: {
+    default: '10',
+    doc: 'Seconds a new connection may take to send a complete request head; then it is closed.',
   },
 } as const;
 
@@ -389,6 +406,9 @@ export function loadConfig(env: Env = process.env): Config {
     jobMaxAgeMs: integer(env, 'ASSAY_JOB_MAX_AGE', 1, 30 * 86_400) * 1000,
     jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
     accountJobConcurrency: accountJobConcurrency(env),
+    maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),
+    maxConnectionsPerAddress: integer(env, 'ASSAY_MAX_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
+    headerTimeoutMs: integer(env, 'ASSAY_HEADER_TIMEOUT', 1, 3_600) * 1000,
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

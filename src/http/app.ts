@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
 import { authentication } from './plugins/authentication.js';
 import { untrustedProxyWarning } from './plugins/client-address.js';
@@ -49,6 +50,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   continueWhenBodyIsRead(app.server);
+  const connections = limitConnections(app.server, services.config, logger);
+  app.addHook('onClose', async () => connections.stop());
   await app.register(errorHandler);
   await app.register(requestTimeouts);
   await app.register(responseHeaders);
