@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomContent, uploadForm } from '../helpers/content.js';
-import { idleConnections, loopbackAddresses } from '../helpers/idle-connections.js';
+import { type IdleFlood, idleConnections, loopbackAddresses } from '../helpers/idle-connections.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -22,42 +22,48 @@ describe('a flood of idle connections (ASSAY_MAX_CONNECTIONS)', () => {
       ASSAY_MAX_CONNECTIONS_PER_ADDRESS: '50',
       ASSAY_HEADER_TIMEOUT: '5',
     });
-    // One address: 60 connections, 10 over its cap, closed at once.
-    const one = idleConnections(svc.url, ['127.0.1.1'], 60);
-    t.after(() => one.close());
-    await one.settled;
-    await until(() => one.open() <= 50, 2_500);
-    assert.equal(one.open(), 50, 'connections of one address open, cap 50');
-    // 20 more addresses × 60: 10 of each refused by the per-address cap, and the total held at
-    // 200 by closing the oldest idle connections of the busiest addresses.
-    const flood = idleConnections(svc.url, loopbackAddresses(20), 60);
-    t.after(() => flood.close());
-    await flood.settled;
-    // The server accepts the backlog and closes what is over the caps in a moment; the header
-    // timeout is further off, so exactly the cap stays open (not fewer).
-    const total = () => one.open() + flood.open();
-    await until(() => total() <= 200, 2_500);
-    assert.equal(total(), 200, 'idle connections open, cap 200');
-    assert.ok(one.open() < 50, 'the busiest address gave up connections for the others');
+    // Closed before the service stops (its hooks run first): it would wait for open sockets.
+    const floods: IdleFlood[] = [];
+    try {
+      // One address: 60 connections, 10 over its cap, closed at once.
+      const one = idleConnections(svc.url, ['127.0.1.1'], 60);
+      floods.push(one);
+      await one.settled;
+      await until(() => one.open() <= 50, 2_500);
+      assert.equal(one.open(), 50, 'connections of one address open, cap 50');
+      // 20 more addresses × 60: 10 of each refused by the per-address cap, and the total held at
+      // 200 by closing the oldest idle connections of the busiest addresses.
+      const flood = idleConnections(svc.url, loopbackAddresses(20), 60);
+      floods.push(flood);
+      await flood.settled;
+      // The server accepts the backlog and closes what is over the caps in a moment; the header
+      // timeout is further off, so exactly the cap stays open (not fewer).
+      const total = () => one.open() + flood.open();
+      await until(() => total() <= 200, 2_500);
+      assert.equal(total(), 200, 'idle connections open, cap 200');
+      assert.ok(one.open() < 50, 'the busiest address gave up connections for the others');
 
-    let started = performance.now();
-    const live = await fetch(`${svc.url}/health/live`);
-    assert.equal(live.status, 200);
-    const liveMs = performance.now() - started;
-    assert.ok(liveMs < 2_000, `/health/live took ${liveMs} ms`);
+      let started = performance.now();
+      const live = await fetch(`${svc.url}/health/live`);
+      assert.equal(live.status, 200);
+      const liveMs = performance.now() - started;
+      assert.ok(liveMs < 2_000, `/health/live took ${liveMs} ms`);
 
-    started = performance.now();
-    const upload = await fetch(`${svc.url}/v2.2/files`, {
-      method: 'POST',
-      headers: { authorization: svc.auth },
-      body: uploadForm(randomContent(10_000)),
-    });
-    assert.equal(upload.status, 201, await upload.text());
-    const uploadMs = performance.now() - started;
-    assert.ok(uploadMs < 5_000, `the upload took ${uploadMs} ms`);
+      started = performance.now();
+      const upload = await fetch(`${svc.url}/v2.2/files`, {
+        method: 'POST',
+        headers: { authorization: svc.auth },
+        body: uploadForm(randomContent(10_000)),
+      });
+      assert.equal(upload.status, 201, await upload.text());
+      const uploadMs = performance.now() - started;
+      assert.ok(uploadMs < 5_000, `the upload took ${uploadMs} ms`);
 
-    const allClosed = await until(() => total() === 0, 10_000);
-    assert.ok(allClosed, `${total()} idle connections still open after 10 s`);
+      const allClosed = await until(() => total() === 0, 10_000);
+      assert.ok(allClosed, `${total()} idle connections still open after 10 s`);
+    } finally {
+      for (const flood of floods) flood.close();
+    }
   });
 
   test('a connection that sends its request head in time is served; a kept-alive client is not cut at the header timeout', async (t) => {
