@@ -9,6 +9,8 @@ export interface RawRequest {
   send(data: string | Buffer): void;
   /** Everything the server sent, once it closed the connection, and when it did. */
   closed: Promise<{ answer: string; at: number }>;
+  /** Everything the server sent so far. */
+  received(): string;
   /** The server's answer once its head and a body of `Content-Length` bytes have arrived. */
   answered(): Promise<string>;
 }
@@ -44,6 +46,7 @@ export function rawRequest(url: string, head: string | Buffer): RawRequest {
       socket.write(data);
     },
     closed,
+    received: () => answer,
     async answered() {
       while (!complete()) {
         if (socket.destroyed) throw new Error(`connection closed; received: ${answer}`);
