@@ -76,6 +76,11 @@ export interface Config {
   spoolMaxBytes: number;
   /** Bytes held in the spool for one account's unfinished async work; beyond it, 429. */
   accountSpoolMaxBytes: number;
+  /** Open client connections at most, and per client address (IPv6: per /64). */
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  /** The longest a new connection may take to send its first complete request head. */
+  headerTimeoutMs: number;
 }
 
 export interface RateLimitSetting {
@@ -195,6 +200,18 @@ export const SETTINGS = {
   ASSAY_ACCOUNT_SPOOL_MAX_BYTES: {
     default: String(1024 * 1024 * 1024),
     doc: 'Bytes of async uploads one account may have held (at most ASSAY_SPOOL_MAX_BYTES); beyond it 429.',
+  },
+  ASSAY_MAX_CONNECTIONS: {
+    default: '4096',
+    doc: 'Open client connections at most; beyond it the oldest idle one of the busiest address is closed.',
+  },
+  ASSAY_MAX_CONNECTIONS_PER_ADDRESS: {
+    default: '256',
+    doc: 'Open connections of one client address (IPv6: /64) at most; more are closed at once.',
+  },
+  ASSAY_HEADER_TIMEOUT: {
+    default: '10',
+    doc: 'Seconds a new connection may take to send a complete request head; then it is closed.',
   },
 } as const;
 
@@ -422,6 +439,9 @@ export function loadConfig(env: Env = process.env): Config {
     accountJobConcurrency: accountJobConcurrency(env),
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
+    maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),
+    maxConnectionsPerAddress: integer(env, 'ASSAY_MAX_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
+    headerTimeoutMs: integer(env, 'ASSAY_HEADER_TIMEOUT', 1, 3_600) * 1000,
     logLevel: oneOf(env, 'ASSAY_LOG_LEVEL', [
       'fatal',
       'error',

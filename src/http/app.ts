@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { limitConnections } from './connection/connection-limits.js';
+import { continueWhenBodyIsRead } from './connection/expect-continue.js';
 import { authentication } from './plugins/authentication.js';
 import { untrustedProxyWarning } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
@@ -47,6 +49,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // A client may half-close its socket once the request is sent (HTTP/1.0 habits, netcat):
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  continueWhenBodyIsRead(app.server);
+  const connections = limitConnections(app.server, services.config, logger);
+  app.addHook('onClose', async () => connections.stop());
   await app.register(errorHandler);
   await app.register(requestTimeouts);
   await app.register(responseHeaders);

@@ -3,10 +3,14 @@ import { connect, type Socket } from 'node:net';
 /** A request written by hand on a socket: for clients that stall, trickle or half-send. */
 export interface RawRequest {
   socket: Socket;
+  /** What was written at once when the connection opened. */
+  head: string | Buffer;
   /** Writes more of the request. */
   send(data: string | Buffer): void;
   /** Everything the server sent, once it closed the connection, and when it did. */
   closed: Promise<{ answer: string; at: number }>;
+  /** Everything the server sent so far. */
+  received(): string;
   /** The server's answer once its head and a body of `Content-Length` bytes have arrived. */
   answered(): Promise<string>;
 }
@@ -37,10 +41,12 @@ export function rawRequest(url: string, head: string | Buffer): RawRequest {
   };
   return {
     socket,
+    head,
     send(data) {
       socket.write(data);
     },
     closed,
+    received: () => answer,
     async answered() {
       while (!complete()) {
         if (socket.destroyed) throw new Error(`connection closed; received: ${answer}`);
