@@ -3,11 +3,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
+import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
 import { authentication } from './plugins/authentication.js';
 import { untrustedProxyWarning } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
-import { responseHeaders } from './plugins/response-headers.js';
+import { responseHeaders, serviceHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
@@ -34,6 +35,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // Uploads stream through @fastify/multipart and are limited there, not by bodyLimit.
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
+    // Router and parser errors in the service's shape, not Fastify's (which echoes the URL).
+    frameworkErrors: frameworkErrors(
+      legacyPrefix(services.config.legacyBaseUrl),
+      serviceHeaders(services.config),
+    ),
+    clientErrorHandler: clientErrorHandler(serviceHeaders(services.config)),
     // Only a trusted proxy's X-Forwarded-For/-Proto/-Host change the client address and Location.
     trustProxy,
     // The https server type differs only in its TLS fields; routes and hooks use none of them.

@@ -62,6 +62,9 @@ function classify(error: FastifyError | Error): ClientError | null {
   return null;
 }
 
+/** The most of an unknown path a 404 repeats. */
+const MAX_ECHOED_PATH = 200;
+
 /** Path patterns of every route, to tell a wrong method (405) from an unknown path (404). */
 function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set<string> }> {
   const table = new Map<string, Set<string>>();
@@ -130,6 +133,8 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
         .header('allow', allowed)
         .send({ error: `method ${request.method} is not allowed here; use ${allowed}` });
     }
-    return reply.code(404).send({ error: `no resource at ${path}` });
+    // The path is the client's: echoed only in part, so an answer never grows with it.
+    const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
+    return reply.code(404).send({ error: `no resource at ${shown}` });
   });
 });

@@ -73,7 +73,7 @@ function legacyStatus(statusCode: number): number {
  * for v2.x; this only maps the code and writes `oops` with the reason in the requested format.
  */
 export function legacyErrorHandler(
-  error: FastifyError,
+  error: FastifyError | Error,
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
