@@ -1,0 +1,126 @@
+// Every ASSAY_* setting in one table, apart from their parsing (config.ts).
+
+/** Every setting, its default and what it means: the README's configuration table follows this list. */
+export const SETTINGS = {
+  ASSAY_HOST: { default: '127.0.0.1', doc: 'Address to listen on.' },
+  ASSAY_PORT: { default: '4000', doc: 'Port to listen on (0 picks a free port).' },
+  ASSAY_DATA_DIR: { default: './data', doc: 'Database, clamd config and socket, spool.' },
+  ASSAY_PUBLIC_URL: { default: '', doc: 'Base URL of `Location` headers; default: from Host.' },
+  ASSAY_MAX_FILE_SIZE: { default: String(100 * 1024 * 1024), doc: 'Largest upload in bytes.' },
+  ASSAY_HEADER_BRAND: { default: 'Service', doc: 'Brand word in `X-<Brand>-Host-Id`.' },
+  ASSAY_HOST_ID: { default: '', doc: 'Host id header value; default: hash of the hostname.' },
+  ASSAY_CLAMD: { default: 'managed', doc: '`managed`, a unix socket path or `tcp://host:port`.' },
+  ASSAY_BOOTSTRAP_CREDENTIALS: { default: '', doc: '`key:secret` created at start if absent.' },
+  ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
+  ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },
+  ASSAY_FETCH_ALLOW: { default: '', doc: 'CIDRs and host names outbound requests may reach.' },
+  ASSAY_FETCH_TIMEOUT: {
+    default: '300',
+    doc: 'Seconds a remote download and its scan may take in all.',
+  },
+  ASSAY_JOB_CONCURRENCY: { default: '8', doc: 'Asynchronous items processed at once.' },
+  ASSAY_ENGINE_RETRY_MS: {
+    default: '5000',
+    doc: 'Wait before retrying a job the engine missed (doubling for counted attempts).',
+  },
+  ASSAY_CALLBACK_RETRY_BASE_MS: { default: '10000', doc: 'First callback retry delay (doubles).' },
+  ASSAY_CALLBACK_MAX_AGE: {
+    default: '86400',
+    doc: 'Seconds a callback is retried before giving up.',
+  },
+  ASSAY_SHUTDOWN_GRACE: { default: '10', doc: 'Seconds shutdown lets running jobs finish.' },
+  ASSAY_RATE_LIMIT: {
+    default: '100',
+    doc: 'Requests per second per key (tokens count for their key); 0: no limit.',
+  },
+  ASSAY_RATE_BURST: { default: '200', doc: 'Requests a key may make at once after a pause.' },
+  ASSAY_AUTH_FAIL_RATE: {
+    default: '1',
+    doc: 'Failed authentications per second allowed per client address.',
+  },
+  ASSAY_AUTH_FAIL_BURST: {
+    default: '20',
+    doc: 'Failed authentications per client address before 429s begin.',
+  },
+  ASSAY_TLS_CERT: { default: '', doc: 'PEM certificate file: set with ASSAY_TLS_KEY for HTTPS.' },
+  ASSAY_TLS_KEY: { default: '', doc: 'PEM private key file of ASSAY_TLS_CERT.' },
+  ASSAY_NSFW_IMAGE_THRESHOLD: {
+    default: '0.5',
+    doc: 'Porn + Hentai probability from which an image is flagged (0-1).',
+  },
+  ASSAY_NSFW_WORKERS: {
+    default: '0',
+    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8.',
+  },
+  ASSAY_TRUST_PROXY: {
+    default: '',
+    doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
+  },
+  ASSAY_LEGACY_MAX_POST_SIZE: {
+    default: String(100 * 1024 * 1024),
+    doc: 'Largest raw POST body of the deprecated v1.0 API, in bytes.',
+  },
+  ASSAY_LEGACY_BASE_URL: { default: '', doc: 'Base URL of v1.0 (its path prefixes /api/scan).' },
+  ASSAY_CALLBACK_DESTINATION_CONCURRENCY: {
+    default: '4',
+    doc: 'Callbacks in flight to one destination (scheme, host and port) at most.',
+  },
+  ASSAY_REQUEST_TIMEOUT: {
+    default: '300',
+    doc: 'Seconds a client may take to send a whole request; then 408 and the connection closes.',
+  },
+  ASSAY_REQUEST_IDLE_TIMEOUT: {
+    default: '30',
+    doc: 'Seconds a client may send nothing while its request body is awaited.',
+  },
+  ASSAY_SYNC_CONCURRENCY: {
+    default: '16',
+    doc: 'Synchronous scans at once; beyond it 503 with Retry-After, before the body is read.',
+  },
+  ASSAY_ACCOUNT_SYNC_CONCURRENCY: {
+    default: '8',
+    doc: 'Synchronous scans of one account at once (at most ASSAY_SYNC_CONCURRENCY).',
+  },
+  ASSAY_JOB_MAX_ATTEMPTS: {
+    default: '5',
+    doc: 'Attempts of an async item (engine outages excepted) before it ends with an error.',
+  },
+  ASSAY_JOB_MAX_AGE: {
+    default: '86400',
+    doc: 'Seconds an async item waits out an engine outage before it ends with an error.',
+  },
+  ASSAY_JOB_LEASE: {
+    default: '60',
+    doc: 'Seconds a claimed job is held (renewed while it runs); a dead worker’s jobs resume after it.',
+  },
+  ASSAY_ACCOUNT_JOB_CONCURRENCY: {
+    default: '0',
+    doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
+  },
+  ASSAY_FETCH_IDLE_TIMEOUT: {
+    default: '30',
+    doc: 'Seconds a remote may send nothing (no response head, no body bytes) before its download fails.',
+  },
+  ASSAY_SPOOL_MAX_BYTES: {
+    default: String(5 * 1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads held until their results, in all; beyond it 507 with Retry-After.',
+  },
+  ASSAY_ACCOUNT_SPOOL_MAX_BYTES: {
+    default: String(1024 * 1024 * 1024),
+    doc: 'Bytes of async uploads one account may have held (at most ASSAY_SPOOL_MAX_BYTES); beyond it 429.',
+  },
+  ASSAY_MAX_CONNECTIONS: {
+    default: '4096',
+    doc: 'Open client connections at most; beyond it the oldest idle one of the busiest address is closed.',
+  },
+  ASSAY_MAX_CONNECTIONS_PER_ADDRESS: {
+    default: '256',
+    doc: 'Open connections of one client address (IPv6: /64) at most; more are closed at once.',
+  },
+  ASSAY_HEADER_TIMEOUT: {
+    default: '10',
+    doc: 'Seconds a new connection may take to send a complete request head; then it is closed.',
+  },
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
