@@ -18,6 +18,7 @@ import { ContentProcessor } from './processing/process-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
+import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { Spool } from './store/spool.js';
 import { openSqliteStore } from './store/store.js';
@@ -110,8 +111,10 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
+  let spoolSweeper: SpoolSweeper | null = null;
   const release = async () => {
     await tokenPurge.stop();
+    await spoolSweeper?.stop();
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
@@ -204,6 +207,8 @@ export async function startService(
     );
     const url = await app.listen({ host: config.host, port: config.port });
     await jobs.start();
+    spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
+    await spoolSweeper.start();
     callbacks.start();
     let stopped: Promise<void> | null = null;
     return {

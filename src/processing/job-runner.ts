@@ -36,9 +36,6 @@ const SCAN_ROOM_MARGIN = 1024 * 1024;
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /** The longest wait between tries to put a job back while the store refuses writes. */
 const MAX_STORE_RETRY_DELAY_MS = 60_000;
-/** Spool files no job refers to are removed once this old (an upload in progress is younger). */
-const SPOOL_ORPHAN_GRACE_MS = 60 * 60_000;
-const SPOOL_SWEEP_INTERVAL_MS = 15 * 60_000;
 
 /** Recording a job's outcome failed (a store write): nothing is the item's fault. */
 class RecordingError extends Error {}
@@ -66,7 +63,7 @@ export class JobRunner {
   private readonly waiting = new Set<string>();
   /** The account served last: claims go round-robin from the next one. */
   private lastAccount = '';
-  private timers: NodeJS.Timeout[] = [];
+  private leaseTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
   constructor(
@@ -85,7 +82,7 @@ export class JobRunner {
 
   /**
    * Runs jobs as they come. What a previous process left unfinished runs again once its lease
-   * ends. The spool is swept of orphans now and then.
+   * ends.
    */
   async start(): Promise<void> {
     const held = await this.store.jobs.inFlightByAccount(new Date().toISOString());
@@ -97,12 +94,8 @@ export class JobRunner {
       );
     }
     this.loop.start();
-    this.timers = [
-      setInterval(() => void this.renewLeases(), this.options.leaseMs / 3),
-      setInterval(() => void this.sweepSpool(), SPOOL_SWEEP_INTERVAL_MS),
-    ];
-    for (const timer of this.timers) timer.unref();
-    void this.sweepSpool();
+    this.leaseTimer = setInterval(() => void this.renewLeases(), this.options.leaseMs / 3);
+    this.leaseTimer.unref();
   }
 
   /**
@@ -140,7 +133,7 @@ export class JobRunner {
       }
       this.logger.warn({ parked }, 'jobs still running at shutdown were parked for the next start');
     }
-    for (const timer of this.timers) clearInterval(timer);
+    clearInterval(this.leaseTimer);
   }
 
   private async tick(): Promise<number> {
@@ -386,18 +379,6 @@ export class JobRunner {
       await this.store.jobs.renewLeases([...this.active.keys()], leaseUntil);
     } catch (error) {
       this.logger.error({ err: error }, 'could not renew the leases of running jobs');
-    }
-  }
-
-  /** Removes spool files that no job refers to (a submission that failed, a crash mid-way). */
-  private async sweepSpool(): Promise<void> {
-    try {
-      const removed = await this.spool.removeOrphans(SPOOL_ORPHAN_GRACE_MS, (id) =>
-        this.store.jobs.exists(id),
-      );
-      if (removed.files > 0) this.logger.info(removed, 'removed orphan spool files');
-    } catch (error) {
-      this.logger.error({ err: error }, 'could not sweep the spool');
     }
   }
 }
