@@ -33,3 +33,14 @@ export async function traceOf(url: string, auth: string, id: string): Promise<st
   const trace = (await response.json()) as { events: Array<{ message: string }> };
   return trace.events.map((event) => event.message);
 }
+
+/** A v2.2 fetch of `location`, which must be accepted (202); returns the item's id. */
+export async function submitFetch(url: string, auth: string, location: string): Promise<string> {
+  const response = await fetch(`${url}/v2.2/files/fetch`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ location }).toString(),
+  });
+  assert.equal(response.status, 202);
+  return ((await response.json()) as { id: string }).id;
+}

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pollResult } from '../helpers/client.js';
+import { pollResult, submitFetch } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
@@ -21,16 +21,6 @@ before(async () => {
   });
 });
 after(() => remote.close());
-
-async function submitFetch(url: string, auth: string, location: string): Promise<string> {
-  const response = await fetch(`${url}/v2.2/files/fetch`, {
-    method: 'POST',
-    headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ location }).toString(),
-  });
-  assert.equal(response.status, 202);
-  return ((await response.json()) as { id: string }).id;
-}
 
 /** How many requests the remote has received for paths starting with `prefix`. */
 const requestsFor = (prefix: string) =>

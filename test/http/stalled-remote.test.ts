@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pollResult, traceOf } from '../helpers/client.js';
+import { pollResult, submitFetch, traceOf } from '../helpers/client.js';
 import { randomContent } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
@@ -48,16 +48,6 @@ const settings = () => ({
 
 const requestsFor = (prefix: string) =>
   remote.requests.filter((request) => request.url.startsWith(prefix)).length;
-
-async function submitFetch(url: string, auth: string, location: string): Promise<string> {
-  const response = await fetch(`${url}/v2.2/files/fetch`, {
-    method: 'POST',
-    headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ location }).toString(),
-  });
-  assert.equal(response.status, 202);
-  return ((await response.json()) as { id: string }).id;
-}
 
 function fetchSync(url: string, auth: string, location: string): Promise<Response> {
   const form = new FormData();
