@@ -26,6 +26,7 @@ import * as callbackDestinations from './migrations/0006-callback-destinations.j
 import * as jobLeases from './migrations/0007-job-leases.js';
 import * as jobSize from './migrations/0008-job-size.js';
 import * as accountActive from './migrations/0009-account-active.js';
+import * as jobCredit from './migrations/0010-job-credit.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0007-job-leases': jobLeases,
   '0008-job-size': jobSize,
   '0009-account-active': accountActive,
+  '0010-job-credit': jobCredit,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

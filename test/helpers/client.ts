@@ -44,3 +44,16 @@ export async function submitFetch(url: string, auth: string, location: string): 
   assert.equal(response.status, 202);
   return ((await response.json()) as { id: string }).id;
 }
+
+/** Waits until `check` holds (polling every 20 ms); throws naming `what` past `timeoutMs`. */
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}

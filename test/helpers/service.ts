@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, type TestContext } from 'node:test';
@@ -10,6 +10,11 @@ import { type RunningService, type ServiceTestHooks, startService } from '../../
 import { openSqliteStore, type Store } from '../../src/store/store.js';
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** The names of the files in a service's spool. */
+export function spoolOf(dataDir: string): string[] {
+  return readdirSync(join(dataDir, 'spool'));
+}
 
 export function tempDir(prefix = 'assay-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
