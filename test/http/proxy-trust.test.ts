@@ -130,10 +130,16 @@ describe('forwarded protocol and host are checked', () => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_TRUST_PROXY: '1' });
     const local = new URL(svc.url).host;
     const cases: Array<[Record<string, string>, string]> = [
-      [{ 'x-forwarded-proto': 'javascript', 'x-forwarded-host': 'evil.example' }, 'http://evil.example'],
+      [
+        { 'x-forwarded-proto': 'javascript', 'x-forwarded-host': 'evil.example' },
+        'http://evil.example',
+      ],
       [{ 'x-forwarded-proto': 'https, javascript' }, `http://${local}`],
       [{ 'x-forwarded-proto': 'data' }, `http://${local}`],
-      [{ 'x-forwarded-proto': 'HTTPS', 'x-forwarded-host': 'scan.example.com:8443' }, 'https://scan.example.com:8443'],
+      [
+        { 'x-forwarded-proto': 'HTTPS', 'x-forwarded-host': 'scan.example.com:8443' },
+        'https://scan.example.com:8443',
+      ],
       [{ 'x-forwarded-host': '[2001:db8::1]:8080' }, 'http://[2001:db8::1]:8080'],
       [{ 'x-forwarded-host': 'evil.example/x?y=' }, `http://${local}`],
       [{ 'x-forwarded-host': 'user@evil.example' }, `http://${local}`],
@@ -171,7 +177,11 @@ describe('ASSAY_PUBLIC_URL', () => {
       'x-forwarded-proto': 'javascript',
     };
     const upload = multipartFile(Buffer.from('harmless text'));
-    const form = Buffer.concat([Buffer.from(upload.before), upload.content, Buffer.from(upload.after)]);
+    const form = Buffer.concat([
+      Buffer.from(upload.before),
+      upload.content,
+      Buffer.from(upload.after),
+    ]);
     const answers: Array<[string, number, HttpAnswer]> = [
       [
         'POST /files',

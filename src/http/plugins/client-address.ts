@@ -22,9 +22,18 @@ export function failureBucketOf(ip: string): string {
  * Without ASSAY_TRUST_PROXY, X-Forwarded-For and Forwarded are ignored: behind a proxy every client
  * then has the proxy's address, and one client's failed authentications lock all of them out.
  * The first request that carries such a header says so in the log, once per process.
+ * `true`, which once believed the leftmost (client-written) entry, now means one hop: said at start.
  */
-export const untrustedProxyWarning = fp(async (app: FastifyInstance) => {
-  if (app.services.config.trustProxy !== false) return;
+export const proxyTrustWarnings = fp(async (app: FastifyInstance) => {
+  const trust = app.services.config.trustProxy;
+  if (trust.kind === 'hops' && trust.deprecatedTrue) {
+    app.log.warn(
+      'ASSAY_TRUST_PROXY=true is deprecated and now means one hop (as ASSAY_TRUST_PROXY=1): the ' +
+        'client address is the rightmost X-Forwarded-For entry, the one the proxy in front of ' +
+        'Assay added. Set the number of proxies in front, or their addresses/CIDRs, instead',
+    );
+  }
+  if (trust.kind !== 'none') return;
   let warned = false;
   app.addHook('onRequest', async (request) => {
     if (warned) return;
@@ -36,7 +45,7 @@ export const untrustedProxyWarning = fp(async (app: FastifyInstance) => {
       'a request arrived with X-Forwarded-For or Forwarded, but ASSAY_TRUST_PROXY is not set: ' +
         'the header is ignored, every client behind that proxy shares its address, and failed ' +
         'authentications from any of them (ASSAY_AUTH_FAIL_*) lock out all of them; set ' +
-        'ASSAY_TRUST_PROXY to the proxy address (this is said once)',
+        'ASSAY_TRUST_PROXY to the number of proxies in front or their addresses (this is said once)',
     );
   });
 });
