@@ -75,6 +75,19 @@ describe('ASSAY_TRUST_PROXY: the client address is taken from the right of X-For
     });
   }
 
+  test('a port with the forwarded address does not make another client', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_TRUST_PROXY: '1',
+      ...lockout,
+    });
+    const from = (seen: string) => ({ 'x-forwarded-for': seen });
+    assert.equal((await ping(svc.url, WRONG, from(`${REAL_CLIENT}:40001`))).status, 401);
+    assert.equal((await ping(svc.url, WRONG, from(`${REAL_CLIENT}:40002`))).status, 429);
+    assert.equal((await ping(svc.url, WRONG, from('[2001:db8::7]:40001'))).status, 401);
+    assert.equal((await ping(svc.url, WRONG, from('[2001:db8::8]:40002'))).status, 429);
+  });
+
   test('trust 2 (a load balancer, then nginx): the client is the second entry from the right', async (t) => {
     const svc = await buildService(t, {
       ASSAY_CLAMD: clamd.socket,

@@ -6,13 +6,23 @@ import { canonicalIp } from '../../outbound/address-policy.js';
 const MAX_OTHER_NAME = 64;
 
 /**
+ * A forwarded address may carry the client's port (an ALB with xff_header_client_port, `[v6]:port`):
+ * the client picks its port, so a port must not make another client.
+ */
+function withoutPort(address: string): string {
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(address);
+  if (v4 !== null) return v4[1] ?? address;
+  return /^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$/.exec(address)?.[1] ?? address;
+}
+
+/**
  * The bucket of failed authentications a client address draws on. An IPv6 client usually holds a
  * whole /64 (its interface id is its own to choose), so the /64 is one client: per address, one
  * host could guess from 2^64 of them. IPv4-mapped IPv6 (a dual-stack socket's view of an IPv4
  * peer) is its IPv4 address, so one client has one bucket whichever way it connects.
  */
 export function failureBucketOf(ip: string): string {
-  const canonical = canonicalIp(ip);
+  const canonical = canonicalIp(withoutPort(ip));
   if (canonical === null) return ip.slice(0, MAX_OTHER_NAME);
   if (!canonical.includes(':')) return canonical;
   return `${canonical.split(':').slice(0, 4).join(':')}::/64`;
