@@ -94,7 +94,7 @@ export type ProxyTrust =
   | { kind: 'addresses'; addresses: string[] };
 
 /** More proxies in a row than any real chain has: a larger number is a mistake. */
-export const MAX_PROXY_HOPS = 16;
+const MAX_PROXY_HOPS = 16;
 
 export interface RateLimitSetting {
   /** Tokens added per second; 0 turns the limit off. */
@@ -246,8 +246,7 @@ function tls(env: Env): Config['tls'] {
   return { cert, key };
 }
 
-const TRUST_PROXY_FORMS =
-  'a number of proxy hops (1-16), comma-separated proxy addresses/CIDRs, or false';
+const TRUST_PROXY_FORMS = `a number of proxy hops (1-${MAX_PROXY_HOPS}), comma-separated proxy addresses/CIDRs, or false`;
 
 function trustProxy(env: Env): ProxyTrust {
   const raw = read(env, 'ASSAY_TRUST_PROXY');

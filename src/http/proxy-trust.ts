@@ -60,7 +60,7 @@ function localHost(request: FastifyRequest): string {
  */
 export function requestOrigin(request: FastifyRequest): string {
   const own = 'encrypted' in request.socket && request.socket.encrypted === true ? 'https' : 'http';
-  const forwarded = request.protocol.toLowerCase();
+  const forwarded = String(request.protocol).toLowerCase();
   const protocol = forwarded === 'http' || forwarded === 'https' ? forwarded : own;
   const host = [request.host, request.headers.host].find(isSaneHost) ?? localHost(request);
   return `${protocol}://${host}`;
