@@ -5,7 +5,10 @@ export const SETTINGS = {
   ASSAY_HOST: { default: '127.0.0.1', doc: 'Address to listen on.' },
   ASSAY_PORT: { default: '4000', doc: 'Port to listen on (0 picks a free port).' },
   ASSAY_DATA_DIR: { default: './data', doc: 'Database, clamd config and socket, spool.' },
-  ASSAY_PUBLIC_URL: { default: '', doc: 'Base URL of `Location` headers; default: from Host.' },
+  ASSAY_PUBLIC_URL: {
+    default: '',
+    doc: 'Base URL (http(s), may end in a path the proxy strips) of every `Location`; when set, Host and X-Forwarded-* are not read for URLs.',
+  },
   ASSAY_MAX_FILE_SIZE: { default: String(100 * 1024 * 1024), doc: 'Largest upload in bytes.' },
   ASSAY_HEADER_BRAND: { default: 'Service', doc: 'Brand word in `X-<Brand>-Host-Id`.' },
   ASSAY_HOST_ID: { default: '', doc: 'Host id header value; default: hash of the hostname.' },
@@ -54,7 +57,7 @@ export const SETTINGS = {
   },
   ASSAY_TRUST_PROXY: {
     default: '',
-    doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
+    doc: 'Proxies in front: a hop count (1-16) or their addresses/CIDRs; X-Forwarded-For is read from the right. `true` (deprecated): 1.',
   },
   ASSAY_LEGACY_MAX_POST_SIZE: {
     default: String(100 * 1024 * 1024),
