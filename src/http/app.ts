@@ -35,6 +35,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // Uploads stream through @fastify/multipart and are limited there, not by bodyLimit.
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
+    // One rule for every route, as clients send `/auth/tokens/` and `/auth/tokens`: a path answers
+    // the same with or without one trailing slash (`/files/async/` is `/files/async`, never an id).
+    routerOptions: { ignoreTrailingSlash: true },
     // Router and parser errors in the service's shape, not Fastify's (which echoes the URL).
     frameworkErrors: frameworkErrors(
       legacyPrefix(services.config.legacyBaseUrl),

@@ -65,8 +65,11 @@ function classify(error: FastifyError | Error): ClientError | null {
 /** The most of an unknown path a 404 repeats. */
 const MAX_ECHOED_PATH = 200;
 
-/** Path patterns of every route, to tell a wrong method (405) from an unknown path (404). */
-function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set<string> }> {
+/**
+ * The methods each route path answers, to tell a wrong method (405) from an unknown path (404).
+ * A path matches with or without one trailing slash, as the router does (`ignoreTrailingSlash`).
+ */
+function routeTable(app: FastifyInstance): (path: string) => string[] | null {
   const table = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url.endsWith('/*')) return;
@@ -86,7 +89,33 @@ function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set
       compiled.push({ pattern: new RegExp(`^${source}/?$`), methods });
     }
   });
-  return compiled;
+  // Every route the path matches: `/files/async` is POSTed as itself and read as `/files/:id`.
+  return (path) => {
+    const allowed = new Set<string>();
+    for (const route of compiled) {
+      if (route.pattern.test(path)) for (const method of route.methods) allowed.add(method);
+    }
+    return allowed.size === 0 ? null : [...allowed].sort();
+  };
+}
+
+/**
+ * What a request no route took answers: 405 with `Allow` when its path exists with other methods,
+ * else a 404 saying `notFound` (v1.0 renders both in its own format).
+ */
+export function unroutedError(
+  request: FastifyRequest,
+  notFound: (path: string) => string,
+): HttpError {
+  const path = request.url.split('?')[0] ?? '';
+  const allowed = request.server.allowedMethods(path);
+  if (allowed !== null) {
+    const list = allowed.join(', ');
+    return new HttpError(405, `method ${request.method} is not allowed here; use ${list}`, {
+      allow: list,
+    });
+  }
+  return new HttpError(404, notFound(path));
 }
 
 /**
@@ -116,25 +145,26 @@ export function clientErrorOf(
 }
 
 export const errorHandler = fp(async (app: FastifyInstance) => {
-  const routes = routeTable(app);
+  app.decorate('allowedMethods', routeTable(app));
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const { statusCode, message, headers } = clientErrorOf(error, request, reply);
     return reply.code(statusCode).headers(headers).send({ error: message });
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    const match = routes.find((route) => route.pattern.test(path));
-    if (match !== undefined) {
-      const allowed = [...match.methods].sort().join(', ');
-      return reply
-        .code(405)
-        .header('allow', allowed)
-        .send({ error: `method ${request.method} is not allowed here; use ${allowed}` });
-    }
+  app.setNotFoundHandler((request) => {
     // The path is the client's: echoed only in part, so an answer never grows with it.
-    const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
-    return reply.code(404).send({ error: `no resource at ${shown}` });
+    throw unroutedError(request, (path) =>
+      path.length > MAX_ECHOED_PATH
+        ? `no resource at ${path.slice(0, MAX_ECHOED_PATH)}…`
+        : `no resource at ${path}`,
+    );
   });
 });
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The methods a path is served with (`HEAD` and all), or null when no route has it. */
+    allowedMethods(path: string): string[] | null;
+  }
+}

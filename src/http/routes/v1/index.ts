@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../../http-error.js';
+import { unroutedError } from '../../plugins/error-handler.js';
 import { refuseTokens } from './legacy-access.js';
 import { legacyErrorHandler } from './legacy-reply.js';
 import postRequired from './post-required.js';
@@ -20,8 +20,9 @@ export function legacyPrefix(legacyBaseUrl: string | null): string {
  */
 export default async function v1Routes(app: FastifyInstance) {
   app.setErrorHandler(legacyErrorHandler);
-  app.setNotFoundHandler(() => {
-    throw new HttpError(404, 'no such v1.0 resource');
+  // A known path with another method is v1.0's 400 with `Allow`, as on the scan resources.
+  app.setNotFoundHandler((request) => {
+    throw unroutedError(request, () => 'no such v1.0 resource');
   });
 
   // Scan and async: the raw body is the content, whatever its declared type.
