@@ -9,6 +9,7 @@ import {
 } from '../../processing/errors.js';
 import { isDiskFull } from '../../store/spool.js';
 import { HttpError } from '../http-error.js';
+import { MAX_FORM_BYTES } from '../request-body.js';
 
 export interface ClientError {
   statusCode: number;
@@ -49,8 +50,16 @@ function classify(error: FastifyError | Error): ClientError | null {
   const code = (error as FastifyError).code;
   if (code === 'FST_REQ_FILE_TOO_LARGE')
     return { statusCode: 413, message: 'the content is too large' };
-  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') {
     return { statusCode: 400, message: 'the request must be multipart/form-data' };
+  }
+  // Every route takes a body of any media type (and says which it needs): only a Content-Type
+  // that is no media type at all is refused before it, a bad request like any other.
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { statusCode: 400, message: 'the Content-Type header is not a valid media type' };
+  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { statusCode: 413, message: `a form may take at most ${MAX_FORM_BYTES} bytes` };
   }
   // Fastify's and @fastify/multipart's client errors carry their status. A body that could not be
   // read is an HttpError already (see request-body.ts): messages are never matched, so a server

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { unroutedError } from '../../plugins/error-handler.js';
+import { MAX_FORM_BYTES } from '../../request-body.js';
 import { refuseTokens } from './legacy-access.js';
 import { legacyErrorHandler } from './legacy-reply.js';
 import postRequired from './post-required.js';
@@ -46,7 +47,7 @@ export default async function v1Routes(app: FastifyInstance) {
     form.addContentTypeParser('*', (_request, _payload, done) => done(null));
     form.addContentTypeParser(
       'application/x-www-form-urlencoded',
-      { parseAs: 'string', bodyLimit: 1024 * 1024 },
+      { parseAs: 'string', bodyLimit: MAX_FORM_BYTES },
       (_request, body, done) => done(null, new URLSearchParams(String(body))),
     );
     await form.register(scanFetch);
