@@ -3,17 +3,23 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
-import { clientErrorHandler, frameworkErrors, frameworkRefusals } from './framework-errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  frameworkRefusals,
+  rawErrorContext,
+} from './framework-errors.js';
+import { legacyPrefix } from './legacy-path.js';
 import { authentication } from './plugins/authentication.js';
 import { untrustedProxyWarning } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
-import { responseHeaders, serviceHeaders } from './plugins/response-headers.js';
+import { responseHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
-import v1Routes, { legacyPrefix } from './routes/v1/index.js';
+import v1Routes from './routes/v1/index.js';
 import v2Routes, { API_VERSIONS } from './routes/v2/index.js';
 import type { Services } from './services.js';
 
@@ -26,10 +32,7 @@ export interface RouteEntry {
 /** The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. */
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { tls, trustProxy } = services.config;
-  const rawErrors = {
-    legacyPrefix: legacyPrefix(services.config.legacyBaseUrl),
-    headersFor: serviceHeaders(services.config),
-  };
+  const rawErrors = rawErrorContext(services.config);
   const app = Fastify({
     // pino's Logger is Fastify's logger; the cast keeps the app typed as the default instance.
     loggerInstance: logger as FastifyBaseLogger,

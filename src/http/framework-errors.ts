@@ -3,8 +3,11 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Config } from '../config.js';
 import { HttpError } from './http-error.js';
+import { isLegacyPath, legacyPrefix } from './legacy-path.js';
 import { clientErrorOf } from './plugins/error-handler.js';
+import { serviceHeaders } from './plugins/response-headers.js';
 import { legacyArgumentsOf, legacyError, legacyErrorHandler } from './routes/v1/legacy-reply.js';
 
 /** What an answer written outside a route needs: where v1.0 lives, and the service's headers. */
@@ -13,16 +16,18 @@ export interface RawErrorContext {
   headersFor: (requestId: string) => Record<string, string>;
 }
 
+export function rawErrorContext(
+  config: Pick<Config, 'legacyBaseUrl' | 'headerBrand' | 'hostId'>,
+): RawErrorContext {
+  return { legacyPrefix: legacyPrefix(config.legacyBaseUrl), headersFor: serviceHeaders(config) };
+}
+
 /** The path and query of a request target, split at the first `?`. */
 function splitTarget(target: string): { path: string; query: string } {
   const at = target.indexOf('?');
   return at === -1
     ? { path: target, query: '' }
     : { path: target.slice(0, at), query: target.slice(at + 1) };
-}
-
-function isLegacy(path: string, legacyPrefix: string): boolean {
-  return path === legacyPrefix || path.startsWith(`${legacyPrefix}/`);
 }
 
 /**
@@ -37,7 +42,7 @@ export function rawErrorAnswer(
 ): string {
   const { path, query } = splitTarget(target ?? '');
   const legacy =
-    target !== null && isLegacy(path, context.legacyPrefix)
+    target !== null && isLegacyPath(path, context.legacyPrefix)
       ? legacyError(
           answer.statusCode,
           answer.message,
@@ -76,7 +81,7 @@ export function frameworkErrors(context: RawErrorContext) {
           ? new HttpError(400, 'the URL is not valid: a malformed percent-encoding')
           : new HttpError(error.statusCode ?? 500, 'the request could not be routed');
     const { path, query } = splitTarget(request.raw.url ?? '');
-    if (isLegacy(path, context.legacyPrefix)) {
+    if (isLegacyPath(path, context.legacyPrefix)) {
       // Unrouted, the query is not parsed yet: v1.0 reads its format and suppress_response_codes.
       (request as { query: unknown }).query = Object.fromEntries(new URLSearchParams(query));
       return legacyErrorHandler(problem, request, reply);

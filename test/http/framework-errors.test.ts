@@ -194,11 +194,23 @@ describe("framework errors in the service's shape", () => {
     assert.equal(legacyNotAType.body.reason, 'the Content-Type header is not a valid media type');
   });
 
-  test('no body is parsed where no route reads one: not JSON, not for a 404, 405 or preflight', async (t) => {
+  test('no body is parsed or checked where no route reads one: a 404, a 405, a preflight', async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
     const json = { 'content-type': 'application/json' };
     const unknown = await fetch(`${svc.url}/nothing`, { method: 'POST', headers: json, body: '{' });
     assert.equal(await assertServiceError(unknown, 404), 'no resource at /nothing');
+    const notAType = await fetch(`${svc.url}/nothing`, {
+      method: 'POST',
+      headers: { 'content-type': 'nonsense' },
+      body: 'x',
+    });
+    await assertServiceError(notAType, 404);
+    // QUERY needs a Content-Type where a route takes it; no route does.
+    const query = await fetch(`${svc.url}/v2.2/ping`, { method: 'QUERY' });
+    assert.equal(
+      await assertServiceError(query, 405),
+      'method QUERY is not allowed here; use GET, HEAD',
+    );
     const preflight = await fetch(`${svc.url}/v2.2/ping`, {
       method: 'OPTIONS',
       headers: json,

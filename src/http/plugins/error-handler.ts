@@ -9,6 +9,7 @@ import {
 } from '../../processing/errors.js';
 import { isDiskFull } from '../../store/spool.js';
 import { HttpError } from '../http-error.js';
+import { isLegacyPath, legacyPrefix } from '../legacy-path.js';
 import { MAX_FORM_BYTES } from '../request-body.js';
 
 export interface ClientError {
@@ -109,25 +110,6 @@ function routeTable(app: FastifyInstance): (path: string) => string[] | null {
 }
 
 /**
- * What a request no route took answers: 405 with `Allow` when its path exists with other methods,
- * else a 404 saying `notFound` (v1.0 renders both in its own format).
- */
-export function unroutedError(
-  request: FastifyRequest,
-  notFound: (path: string) => string,
-): HttpError {
-  const path = request.url.split('?')[0] ?? '';
-  const allowed = request.server.allowedMethods(path);
-  if (allowed !== null) {
-    const list = allowed.join(', ');
-    return new HttpError(405, `method ${request.method} is not allowed here; use ${list}`, {
-      allow: list,
-    });
-  }
-  return new HttpError(404, notFound(path));
-}
-
-/**
  * What a failed request answers, whatever the API's error format: the status, message and headers
  * for the client (a bare 500 for the unexpected, which is logged). It also stops reading an upload
  * given up on instead of draining the rest of it.
@@ -153,27 +135,51 @@ export function clientErrorOf(
   };
 }
 
+/**
+ * What a request no route took answers: 405 with `Allow` when its path is served with other
+ * methods, else 404 (v1.0 renders both in its own format, and maps 405 to its 400).
+ */
+function unrouted(app: FastifyInstance): (request: FastifyRequest) => HttpError {
+  const allowedMethods = routeTable(app);
+  const legacy = legacyPrefix(app.services.config.legacyBaseUrl);
+  return (request) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = allowedMethods(path);
+    if (allowed !== null) {
+      const list = allowed.join(', ');
+      return new HttpError(405, `method ${request.method} is not allowed here; use ${list}`, {
+        allow: list,
+      });
+    }
+    if (isLegacyPath(path, legacy)) return new HttpError(404, 'no such v1.0 resource');
+    // The path is the client's: echoed only in part, so an answer never grows with it.
+    const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
+    return new HttpError(404, `no resource at ${shown}`);
+  };
+}
+
 export const errorHandler = fp(async (app: FastifyInstance) => {
-  app.decorate('allowedMethods', routeTable(app));
+  app.decorate('unroutedError', unrouted(app));
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const { statusCode, message, headers } = clientErrorOf(error, request, reply);
     return reply.code(statusCode).headers(headers).send({ error: message });
   });
 
+  // Decided before any body handling, so an unrouted request's body is never parsed or checked
+  // (a Content-Type that is no media type, a QUERY without one): its answer is 404 or 405.
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) throw app.unroutedError(request);
+  });
+  // Reached only if the hook above did not answer; v1.0 sets its own, for its error format.
   app.setNotFoundHandler((request) => {
-    // The path is the client's: echoed only in part, so an answer never grows with it.
-    throw unroutedError(request, (path) =>
-      path.length > MAX_ECHOED_PATH
-        ? `no resource at ${path.slice(0, MAX_ECHOED_PATH)}…`
-        : `no resource at ${path}`,
-    );
+    throw app.unroutedError(request);
   });
 });
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The methods a path is served with (`HEAD` and all), or null when no route has it. */
-    allowedMethods(path: string): string[] | null;
+    /** The 404, or 405 with `Allow`, of a request no route took. */
+    unroutedError(request: FastifyRequest): HttpError;
   }
 }

@@ -2,9 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { rawErrorAnswer } from '../framework-errors.js';
-import { legacyPrefix } from '../routes/v1/index.js';
-import { serviceHeaders } from './response-headers.js';
+import { rawErrorAnswer, rawErrorContext } from '../framework-errors.js';
 
 interface WatchedRequest {
   request: FastifyRequest;
@@ -29,10 +27,7 @@ interface WatchedRequest {
  */
 export const requestTimeouts = fp(async (app: FastifyInstance) => {
   const { requestTimeoutMs, requestIdleTimeoutMs } = app.services.config;
-  const rawErrors = {
-    legacyPrefix: legacyPrefix(app.services.config.legacyBaseUrl),
-    headersFor: serviceHeaders(app.services.config),
-  };
+  const rawErrors = rawErrorContext(app.services.config);
   const watched = new Set<WatchedRequest>();
   // Checked a few times per idle period: one timer for every request, not one per request.
   const checkEveryMs = Math.max(50, Math.min(1_000, requestIdleTimeoutMs / 4));

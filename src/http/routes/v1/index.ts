@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { unroutedError } from '../../plugins/error-handler.js';
 import { MAX_FORM_BYTES } from '../../request-body.js';
 import { refuseTokens } from './legacy-access.js';
 import { legacyErrorHandler } from './legacy-reply.js';
@@ -9,12 +8,6 @@ import scanAsync from './scan-async.js';
 import scanFetch from './scan-fetch.js';
 import scanStatus from './scan-status.js';
 
-/** The path v1.0 lives under: /api/scan, below the path of ASSAY_LEGACY_BASE_URL if set. */
-export function legacyPrefix(legacyBaseUrl: string | null): string {
-  const base = legacyBaseUrl === null ? '' : new URL(legacyBaseUrl).pathname.replace(/\/+$/, '');
-  return `${base}/api/scan`;
-}
-
 /**
  * The deprecated v1.0 API, on the v2.x engines, keys and store. Every answer, errors included,
  * is a v1.0 document in the requested format.
@@ -23,7 +16,7 @@ export default async function v1Routes(app: FastifyInstance) {
   app.setErrorHandler(legacyErrorHandler);
   // A known path with another method is v1.0's 400 with `Allow`, as on the scan resources.
   app.setNotFoundHandler((request) => {
-    throw unroutedError(request, () => 'no such v1.0 resource');
+    throw app.unroutedError(request);
   });
 
   // Scan and async: the raw body is the content, whatever its declared type.
