@@ -144,6 +144,14 @@ describe('one rule for trailing slashes: every path answers with or without one'
     assert.equal(wrong.body.status, 'oops');
     assert.equal(wrong.headers.get('allow'), 'GET, HEAD');
     assert.match(wrong.body.reason ?? '', /method PUT is not allowed here; use GET, HEAD/);
+    // Only POST is allowed on a scan resource (other methods are refused as v1.0 says).
+    const locked = await legacyRequest(`${svc.url}/api/scan/async/`, {
+      method: 'PROPFIND',
+      headers: auth,
+      format: 'xml',
+    });
+    assert.equal(locked.status, 400, locked.text);
+    assert.equal(locked.headers.get('allow'), 'POST');
     for (const path of ['/api/scan/status/a/b', '/api/scan/elsewhere/', '/api/scan/async/x']) {
       const missing = await legacyRequest(`${svc.url}${path}`, { headers: auth, format: 'xml' });
       assert.equal(missing.status, 404, path);

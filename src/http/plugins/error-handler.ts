@@ -82,7 +82,7 @@ const MAX_ECHOED_PATH = 200;
 function routeTable(app: FastifyInstance): (path: string) => string[] | null {
   const table = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
-    if (route.url === '*' || route.url.endsWith('/*')) return;
+    if (route.url === '*' || route.url.endsWith('/*') || route.config?.refusesMethod) return;
     const methods = table.get(route.url) ?? new Set<string>();
     for (const method of [route.method].flat()) methods.add(method);
     table.set(route.url, methods);
@@ -178,6 +178,10 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
 });
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route only refuses its method (v1.0's POST required): left out of `Allow`. */
+    refusesMethod?: boolean;
+  }
   interface FastifyInstance {
     /** The 404, or 405 with `Allow`, of a request no route took. */
     unroutedError(request: FastifyRequest): HttpError;
