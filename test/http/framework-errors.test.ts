@@ -118,7 +118,7 @@ describe("framework errors in the service's shape", () => {
     assert.match(message, /^no resource at \/v2\.2\/x+…$/);
   });
 
-  test('v1.0: a head too large (431) and a request cut for its timeout (408) in the requested format', async (t) => {
+  test('v1.0: a head too large (431), a segment too long (414), a request cut for its timeout (408): the requested format', async (t) => {
     const svc = await buildService(t, {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_REQUEST_IDLE_TIMEOUT: '1',
@@ -140,6 +140,13 @@ describe("framework errors in the service's shape", () => {
       }),
     );
     assertRawLegacyOops((await suppressed.closed).answer, 200, 'yaml');
+    const longSegment = await legacyRequest(`${svc.url}/api/scan/status/${'a'.repeat(500)}`, {
+      headers: { authorization: svc.auth },
+      format: 'xml',
+    });
+    assert.equal(longSegment.status, 400, longSegment.text);
+    assert.equal(longSegment.body.reason, 'a segment of the URL is too long');
+    assert.match(longSegment.headers.get('x-service-request-id') ?? '', UUID);
 
     for (const [query, status, format] of [
       ['format=xml', 400, 'xml'],
