@@ -3,18 +3,24 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
-import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  frameworkRefusals,
+  rawErrorContext,
+} from './framework-errors.js';
+import { legacyPrefix } from './legacy-path.js';
 import { authentication } from './plugins/authentication.js';
 import { proxyTrustWarnings } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
-import { responseHeaders, serviceHeaders } from './plugins/response-headers.js';
+import { responseHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import { trustProxyOption } from './proxy-trust.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
-import v1Routes, { legacyPrefix } from './routes/v1/index.js';
+import v1Routes from './routes/v1/index.js';
 import v2Routes, { API_VERSIONS } from './routes/v2/index.js';
 import type { Services } from './services.js';
 
@@ -27,6 +33,7 @@ export interface RouteEntry {
 /** The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. */
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { tls, trustProxy } = services.config;
+  const rawErrors = rawErrorContext(services.config);
   const app = Fastify({
     // pino's Logger is Fastify's logger; the cast keeps the app typed as the default instance.
     loggerInstance: logger as FastifyBaseLogger,
@@ -35,13 +42,14 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     requestIdHeader: false,
     // Uploads stream through @fastify/multipart and are limited there, not by bodyLimit.
     bodyLimit: 1024 * 1024,
-    return503OnClosing: true,
+    // Refused in the service's shape instead (see frameworkRefusals).
+    return503OnClosing: false,
+    // One rule for every route, as clients send `/auth/tokens/` and `/auth/tokens`: a path answers
+    // the same with or without one trailing slash (`/files/async/` is `/files/async`, never an id).
+    routerOptions: { ignoreTrailingSlash: true },
     // Router and parser errors in the service's shape, not Fastify's (which echoes the URL).
-    frameworkErrors: frameworkErrors(
-      legacyPrefix(services.config.legacyBaseUrl),
-      serviceHeaders(services.config),
-    ),
-    clientErrorHandler: clientErrorHandler(serviceHeaders(services.config)),
+    frameworkErrors: frameworkErrors(rawErrors),
+    clientErrorHandler: clientErrorHandler(rawErrors),
     // Only trusted proxies' X-Forwarded-For entries, read from the right, name the client; their
     // X-Forwarded-Proto/-Host are checked before a Location uses them (proxy-trust.ts).
     trustProxy: trustProxyOption(trustProxy),
@@ -49,6 +57,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     ...((tls === null ? {} : { https: { cert: tls.cert, key: tls.key } }) as object),
   });
   app.decorate('services', services);
+  // No route takes JSON or plain text: a body is read only by the routes that expect one, and any
+  // other reaches its route unread (which answers 400, not Fastify's 415). Unrouted requests,
+  // OPTIONS among them, never have their body parsed.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
   // Every route as registered, so the published descriptor can be held to what is served.
   const routes: RouteEntry[] = [];
   app.decorate('registeredRoutes', routes);
@@ -62,6 +75,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   const connections = limitConnections(app.server, services.config, logger);
   app.addHook('onClose', async () => connections.stop());
   await app.register(errorHandler);
+  await app.register(frameworkRefusals);
   await app.register(requestTimeouts);
   await app.register(responseHeaders);
   await app.register(proxyTrustWarnings);

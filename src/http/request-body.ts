@@ -1,6 +1,9 @@
 import type { FastifyError } from 'fastify';
 import { HttpError } from './http-error.js';
 
+/** The most a URL-encoded form (fetch, tokens, v1.0 fetch) may take; uploads are multipart. */
+export const MAX_FORM_BYTES = 1024 * 1024;
+
 /** Errors that mean a bug in the code, wherever they are thrown: never the client's fault. */
 const PROGRAMMING_ERRORS = [TypeError, RangeError, ReferenceError, SyntaxError];
 

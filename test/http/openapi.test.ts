@@ -112,6 +112,29 @@ describe('the published API descriptor', () => {
     assert.ok(!documentedRoutes(await descriptorOf(svc.url, 'v2.1')).some((r) => /trace/.test(r)));
   });
 
+  test('every route registered is described, or one of the open routes; none ends in a slash', async (t) => {
+    const svc = await buildService(t, env());
+    const described = new Set<string>();
+    for (const version of VERSIONS) {
+      for (const route of documentedRoutes(await descriptorOf(svc.url, version))) {
+        described.add(route);
+      }
+    }
+    // Outside the descriptors: health, samples, the descriptors and their pages, v1.0, CORS.
+    const open = /^(GET|HEAD) \/(health|static|docs)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$/;
+    const undescribed = svc.service.routes
+      .map(({ method, url }) => `${method} ${url}`)
+      .filter((route) => !described.has(route) && !described.has(route.replace(/^HEAD/, 'GET')))
+      .filter((route) => !open.test(route) && !/^\w+ \/api\/scan\b/.test(route))
+      .filter((route) => route !== 'OPTIONS *');
+    assert.deepEqual(undescribed, []);
+    // One rule serves `/path/` as `/path`: a route or a description with the slash is a duplicate.
+    const slashed = [...described, ...svc.service.routes.map(({ url }) => url)].filter((route) =>
+      route.endsWith('/'),
+    );
+    assert.deepEqual(slashed, []);
+  });
+
   test('every operation needs Basic credentials and documents 401, 429 and rate-limit headers', async (t) => {
     const svc = await buildService(t, env());
     for (const version of VERSIONS) {

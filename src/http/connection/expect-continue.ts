@@ -26,4 +26,9 @@ export function continueWhenBodyIsRead(server: Server): void {
     };
     server.emit('request', request, response);
   });
+  // Any other expectation goes to the app, which refuses it (417) in the service's shape; Node's
+  // own answer is a bare 417 without the service's headers.
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    server.emit('request', request, response);
+  });
 }

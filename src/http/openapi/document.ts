@@ -35,7 +35,9 @@ function describeService(options: DescriptorOptions): string {
     `- Every response carries \`X-Runtime\` (\`<n>ms\`), \`X-${brand}-Host-Id\`, ` +
       `\`X-${brand}-Request-Id\` (a UUID, to quote when reporting a problem) and CORS headers ` +
       '(`Access-Control-Allow-Origin: *`); `OPTIONS` answers without credentials.',
-    '- A request with a known path and the wrong method gets 405 with `Allow`; an unknown path 404.',
+    '- Every path answers the same with or without one trailing slash (`/auth/tokens/` is ' +
+      '`/auth/tokens`). A request with a known path and the wrong method gets 405 with `Allow`; ' +
+      'an unknown path 404.',
   ].join('\n');
 }
 

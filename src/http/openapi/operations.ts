@@ -253,44 +253,42 @@ const ping: Operation = {
   responses: { '200': success('The credentials are good.', schemaRef('Ping')) },
 };
 
-function createToken(operationId: string, note: string): Operation {
-  return {
-    operationId,
-    summary: 'Create a temporary token',
-    description:
-      'A token lets an untrusted client (a browser page) authenticate without the secret: HTTP ' +
-      'Basic with the token id as user name and an empty password. It may process content and ' +
-      `read results, not manage tokens or read the account. API keys only.${note}`,
-    tags: ['Tokens'],
-    requestBody: {
-      description: 'A URL-encoded form; may be empty.',
-      required: false,
-      content: {
-        'application/x-www-form-urlencoded': {
-          schema: {
-            type: 'object',
-            properties: {
-              timeout: {
-                type: 'integer',
-                minimum: TOKEN_TIMEOUT.min,
-                maximum: TOKEN_TIMEOUT.max,
-                default: TOKEN_TIMEOUT.default,
-                description: 'Seconds until the token expires.',
-              },
+const createToken: Operation = {
+  operationId: 'createToken',
+  summary: 'Create a temporary token',
+  description:
+    'A token lets an untrusted client (a browser page) authenticate without the secret: HTTP ' +
+    'Basic with the token id as user name and an empty password. It may process content and ' +
+    'read results, not manage tokens or read the account. API keys only.',
+  tags: ['Tokens'],
+  requestBody: {
+    description: 'A URL-encoded form; may be empty.',
+    required: false,
+    content: {
+      'application/x-www-form-urlencoded': {
+        schema: {
+          type: 'object',
+          properties: {
+            timeout: {
+              type: 'integer',
+              minimum: TOKEN_TIMEOUT.min,
+              maximum: TOKEN_TIMEOUT.max,
+              default: TOKEN_TIMEOUT.default,
+              description: 'Seconds until the token expires.',
             },
           },
         },
       },
     },
-    responses: {
-      '201': success('Created; `Location` is the URL of the token.', schemaRef('Token'), true),
-      '400': failure(
-        `\`timeout\` is not a whole number of seconds from ${TOKEN_TIMEOUT.min} to ${TOKEN_TIMEOUT.max}.`,
-      ),
-      '403': TOKEN_REFUSED,
-    },
-  };
-}
+  },
+  responses: {
+    '201': success('Created; `Location` is the URL of the token.', schemaRef('Token'), true),
+    '400': failure(
+      `\`timeout\` is not a whole number of seconds from ${TOKEN_TIMEOUT.min} to ${TOKEN_TIMEOUT.max}.`,
+    ),
+    '403': TOKEN_REFUSED,
+  },
+};
 
 const getToken: Operation = {
   operationId: 'getToken',
@@ -338,10 +336,7 @@ export function apiPaths(context: OperationContext): Record<string, PathItem> {
     '/files/{id}': { get: getFile },
     '/files/async': { post: createFileAsync(context) },
     '/files/fetch': { post: fetchFile(context) },
-    '/auth/tokens': { post: createToken('createToken', '') },
-    '/auth/tokens/': {
-      post: createToken('createTokenTrailingSlash', ' The same as POST /auth/tokens.'),
-    },
+    '/auth/tokens': { post: createToken },
     '/auth/tokens/{id}': { get: getToken, delete: deleteToken },
   };
   if (version !== 'v2.0') paths['/account.json'] = { get: getAccount };

@@ -10,6 +10,8 @@ import {
 } from '../../processing/errors.js';
 import { isDiskFull } from '../../store/spool.js';
 import { HttpError } from '../http-error.js';
+import { isLegacyPath, legacyPrefix } from '../legacy-path.js';
+import { MAX_FORM_BYTES } from '../request-body.js';
 
 export interface ClientError {
   statusCode: number;
@@ -51,8 +53,16 @@ function classify(error: FastifyError | Error): ClientError | null {
   const code = (error as FastifyError).code;
   if (code === 'FST_REQ_FILE_TOO_LARGE')
     return { statusCode: 413, message: 'the content is too large' };
-  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') {
     return { statusCode: 400, message: 'the request must be multipart/form-data' };
+  }
+  // Every route takes a body of any media type (and says which it needs): only a Content-Type
+  // that is no media type at all is refused before it, a bad request like any other.
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { statusCode: 400, message: 'the Content-Type header is not a valid media type' };
+  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { statusCode: 413, message: `a form may take at most ${MAX_FORM_BYTES} bytes` };
   }
   // Fastify's and @fastify/multipart's client errors carry their status. A body that could not be
   // read is an HttpError already (see request-body.ts): messages are never matched, so a server
@@ -67,11 +77,14 @@ function classify(error: FastifyError | Error): ClientError | null {
 /** The most of an unknown path a 404 repeats. */
 const MAX_ECHOED_PATH = 200;
 
-/** Path patterns of every route, to tell a wrong method (405) from an unknown path (404). */
-function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set<string> }> {
+/**
+ * The methods each route path answers, to tell a wrong method (405) from an unknown path (404).
+ * A path matches with or without one trailing slash, as the router does (`ignoreTrailingSlash`).
+ */
+function routeTable(app: FastifyInstance): (path: string) => string[] | null {
   const table = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
-    if (route.url === '*' || route.url.endsWith('/*')) return;
+    if (route.url === '*' || route.url.endsWith('/*') || route.config?.refusesMethod) return;
     const methods = table.get(route.url) ?? new Set<string>();
     for (const method of [route.method].flat()) methods.add(method);
     table.set(route.url, methods);
@@ -88,7 +101,14 @@ function routeTable(app: FastifyInstance): Array<{ pattern: RegExp; methods: Set
       compiled.push({ pattern: new RegExp(`^${source}/?$`), methods });
     }
   });
-  return compiled;
+  // Every route the path matches: `/files/async` is POSTed as itself and read as `/files/:id`.
+  return (path) => {
+    const allowed = new Set<string>();
+    for (const route of compiled) {
+      if (route.pattern.test(path)) for (const method of route.methods) allowed.add(method);
+    }
+    return allowed.size === 0 ? null : [...allowed].sort();
+  };
 }
 
 /**
@@ -117,26 +137,55 @@ export function clientErrorOf(
   };
 }
 
+/**
+ * What a request no route took answers: 405 with `Allow` when its path is served with other
+ * methods, else 404 (v1.0 renders both in its own format, and maps 405 to its 400).
+ */
+function unrouted(app: FastifyInstance): (request: FastifyRequest) => HttpError {
+  const allowedMethods = routeTable(app);
+  const legacy = legacyPrefix(app.services.config.legacyBaseUrl);
+  return (request) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = allowedMethods(path);
+    if (allowed !== null) {
+      const list = allowed.join(', ');
+      return new HttpError(405, `method ${request.method} is not allowed here; use ${list}`, {
+        allow: list,
+      });
+    }
+    if (isLegacyPath(path, legacy)) return new HttpError(404, 'no such v1.0 resource');
+    // The path is the client's: echoed only in part, so an answer never grows with it.
+    const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
+    return new HttpError(404, `no resource at ${shown}`);
+  };
+}
+
 export const errorHandler = fp(async (app: FastifyInstance) => {
-  const routes = routeTable(app);
+  app.decorate('unroutedError', unrouted(app));
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const { statusCode, message, headers } = clientErrorOf(error, request, reply);
     return reply.code(statusCode).headers(headers).send({ error: message });
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    const match = routes.find((route) => route.pattern.test(path));
-    if (match !== undefined) {
-      const allowed = [...match.methods].sort().join(', ');
-      return reply
-        .code(405)
-        .header('allow', allowed)
-        .send({ error: `method ${request.method} is not allowed here; use ${allowed}` });
-    }
-    // The path is the client's: echoed only in part, so an answer never grows with it.
-    const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
-    return reply.code(404).send({ error: `no resource at ${shown}` });
+  // Decided before any body handling, so an unrouted request's body is never parsed or checked
+  // (a Content-Type that is no media type, a QUERY without one): its answer is 404 or 405.
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) throw app.unroutedError(request);
+  });
+  // Reached only if the hook above did not answer; v1.0 sets its own, for its error format.
+  app.setNotFoundHandler((request) => {
+    throw app.unroutedError(request);
   });
 });
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route only refuses its method (v1.0's POST required): left out of `Allow`. */
+    refusesMethod?: boolean;
+  }
+  interface FastifyInstance {
+    /** The 404, or 405 with `Allow`, of a request no route took. */
+    unroutedError(request: FastifyRequest): HttpError;
+  }
+}

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { serviceHeaders } from './response-headers.js';
+import { rawErrorAnswer, rawErrorContext } from '../framework-errors.js';
 
 interface WatchedRequest {
   request: FastifyRequest;
@@ -27,7 +27,7 @@ interface WatchedRequest {
  */
 export const requestTimeouts = fp(async (app: FastifyInstance) => {
   const { requestTimeoutMs, requestIdleTimeoutMs } = app.services.config;
-  const headersFor = serviceHeaders(app.services.config);
+  const rawErrors = rawErrorContext(app.services.config);
   const watched = new Set<WatchedRequest>();
   // Checked a few times per idle period: one timer for every request, not one per request.
   const checkEveryMs = Math.max(50, Math.min(1_000, requestIdleTimeoutMs / 4));
@@ -39,18 +39,16 @@ export const requestTimeouts = fp(async (app: FastifyInstance) => {
     request.log.info({ timeout: reason }, 'request not received in time; connection closed');
     // Written on the socket, outside the reply: the route is still waiting for the body, and
     // will fail on its own once the socket is gone.
+    // v1.0 in the format of its query: a fetch's form, which may name one too, never arrived.
     if (!socket.destroyed && !response.headersSent) {
-      const body = JSON.stringify({ error: `request timeout: ${reason}` });
-      const headers = {
-        ...headersFor(request.id),
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(body)),
-        connection: 'close',
-      };
-      const head = Object.entries(headers)
-        .map(([name, value]) => `${name}: ${value}\r\n`)
-        .join('');
-      socket.write(`HTTP/1.1 408 Request Timeout\r\n${head}\r\n${body}`);
+      socket.write(
+        rawErrorAnswer(rawErrors, request.raw.url ?? null, {
+          requestId: request.id,
+          statusCode: 408,
+          message: `request timeout: ${reason}`,
+          runtimeMs: performance.now() - entry.startedAt,
+        }),
+      );
     }
     socket.destroy();
   };

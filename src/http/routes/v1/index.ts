@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../../http-error.js';
+import { MAX_FORM_BYTES } from '../../request-body.js';
 import { refuseTokens } from './legacy-access.js';
 import { legacyErrorHandler } from './legacy-reply.js';
 import postRequired from './post-required.js';
@@ -8,20 +8,15 @@ import scanAsync from './scan-async.js';
 import scanFetch from './scan-fetch.js';
 import scanStatus from './scan-status.js';
 
-/** The path v1.0 lives under: /api/scan, below the path of ASSAY_LEGACY_BASE_URL if set. */
-export function legacyPrefix(legacyBaseUrl: string | null): string {
-  const base = legacyBaseUrl === null ? '' : new URL(legacyBaseUrl).pathname.replace(/\/+$/, '');
-  return `${base}/api/scan`;
-}
-
 /**
  * The deprecated v1.0 API, on the v2.x engines, keys and store. Every answer, errors included,
  * is a v1.0 document in the requested format.
  */
 export default async function v1Routes(app: FastifyInstance) {
   app.setErrorHandler(legacyErrorHandler);
-  app.setNotFoundHandler(() => {
-    throw new HttpError(404, 'no such v1.0 resource');
+  // A known path with another method is v1.0's 400 with `Allow`, as on the scan resources.
+  app.setNotFoundHandler((request) => {
+    throw app.unroutedError(request);
   });
 
   // Scan and async: the raw body is the content, whatever its declared type.
@@ -45,7 +40,7 @@ export default async function v1Routes(app: FastifyInstance) {
     form.addContentTypeParser('*', (_request, _payload, done) => done(null));
     form.addContentTypeParser(
       'application/x-www-form-urlencoded',
-      { parseAs: 'string', bodyLimit: 1024 * 1024 },
+      { parseAs: 'string', bodyLimit: MAX_FORM_BYTES },
       (_request, body, done) => done(null, new URLSearchParams(String(body))),
     );
     await form.register(scanFetch);

@@ -24,9 +24,24 @@ function argument(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function formatOf(request: FastifyRequest): LegacyFormat | null {
-  const raw = (argument(request, 'format') ?? 'json').trim().toLowerCase();
+function parseFormat(value: string | undefined): LegacyFormat | null {
+  const raw = (value ?? 'json').trim().toLowerCase();
   return LEGACY_FORMATS.find((format) => format === (raw === '' ? 'json' : raw)) ?? null;
+}
+
+function formatOf(request: FastifyRequest): LegacyFormat | null {
+  return parseFormat(argument(request, 'format'));
+}
+
+/**
+ * The arguments in a query string, for an error answered outside any route (a timeout, a head too
+ * large): an unknown format falls back to JSON there, as on every error.
+ */
+export function legacyArgumentsOf(query: URLSearchParams): LegacyArguments {
+  return {
+    format: parseFormat(query.get('format') ?? undefined) ?? 'json',
+    suppressResponseCodes: query.has('suppress_response_codes'),
+  };
 }
 
 /** A route's arguments: an unknown format is a bad request (answered in JSON). */
@@ -68,6 +83,24 @@ function legacyStatus(statusCode: number): number {
   return statusCode >= 500 ? 500 : 400;
 }
 
+/** An error as v1.0 answers it: `oops` with the reason, its v1.0 status, in the asked format. */
+export function legacyError(
+  statusCode: number,
+  message: string,
+  requestId: string,
+  args: LegacyArguments,
+): { statusCode: number; contentType: string; body: string } {
+  const { body, contentType } = renderLegacy(
+    { status: 'oops', reason: message, request_id: requestId },
+    args.format,
+  );
+  return {
+    statusCode: args.suppressResponseCodes ? 200 : legacyStatus(statusCode),
+    contentType,
+    body,
+  };
+}
+
 /**
  * The v1.0 rendering of the one error path: `clientErrorOf` classifies and logs any failure as
  * for v2.x; this only maps the code and writes `oops` with the reason in the requested format.
@@ -82,11 +115,10 @@ export function legacyErrorHandler(
     format: formatOf(request) ?? 'json',
     suppressResponseCodes: argument(request, 'suppress_response_codes') !== undefined,
   };
-  reply.headers(headers);
-  return sendLegacy(
-    reply,
-    legacyStatus(statusCode),
-    { status: 'oops', reason: message, request_id: request.id },
-    args,
-  );
+  const answer = legacyError(statusCode, message, request.id, args);
+  return reply
+    .code(answer.statusCode)
+    .headers(headers)
+    .header('content-type', answer.contentType)
+    .send(answer.body);
 }

@@ -12,6 +12,8 @@ export default async function postRequired(app: FastifyInstance) {
     app.route({
       method: ['GET', 'PUT', 'PATCH', 'DELETE'],
       url,
+      // Not methods the resource allows: a 405's `Allow` leaves them out.
+      config: { refusesMethod: true },
       handler: async (request) => {
         throw new HttpError(400, `POST is required: ${request.method} is not supported here`, {
           allow: 'POST',

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ApiVersion } from '../../../processing/file-result.js';
+import { MAX_FORM_BYTES } from '../../request-body.js';
 import createFile from './create-file.js';
 import createFileAsync from './create-file-async.js';
 import fetchFile from './fetch-file.js';
@@ -16,11 +17,10 @@ export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
 export default async function v2Routes(app: FastifyInstance, options: { version: ApiVersion }) {
   app.addHook('onRequest', app.authenticate);
   await app.register(multipart);
-  // Any other body type reaches the route unread, which answers 400 rather than Fastify's 415.
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  // Any other body type reaches the route unread (the app's `*` parser), which answers 400.
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: 1024 * 1024 },
+    { parseAs: 'string', bodyLimit: MAX_FORM_BYTES },
     (_request, body, done) => done(null, new URLSearchParams(String(body))),
   );
   await app.register(ping);

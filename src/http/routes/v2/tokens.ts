@@ -26,25 +26,23 @@ function timeoutOf(request: FastifyRequest): number {
 }
 
 /**
- * Temporary tokens: POST /auth/tokens (with or without the trailing slash), GET and DELETE
+ * Temporary tokens: POST /auth/tokens (`/auth/tokens/` too, as every path), GET and DELETE
  * /auth/tokens/{id}. Only API keys manage tokens; a token cannot mint another.
  */
 export default async function tokens(app: FastifyInstance, options: { version: ApiVersion }) {
   const { accounts, store, config } = app.services;
 
-  for (const url of ['/auth/tokens', '/auth/tokens/']) {
-    app.post(url, async (request, reply) => {
-      const principal = keyHolderOf(request);
-      const token = await accounts.createToken(principal, timeoutOf(request));
-      const location = resourceLocation(
-        request,
-        config.publicUrl,
-        options.version,
-        `auth/tokens/${token.id}`,
-      );
-      return reply.code(201).header('location', location).send(renderToken(token));
-    });
-  }
+  app.post('/auth/tokens', async (request, reply) => {
+    const principal = keyHolderOf(request);
+    const token = await accounts.createToken(principal, timeoutOf(request));
+    const location = resourceLocation(
+      request,
+      config.publicUrl,
+      options.version,
+      `auth/tokens/${token.id}`,
+    );
+    return reply.code(201).header('location', location).send(renderToken(token));
+  });
 
   app.get<{ Params: { id: string } }>('/auth/tokens/:id', async (request) => {
     const principal = keyHolderOf(request);
