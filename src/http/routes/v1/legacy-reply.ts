@@ -78,8 +78,9 @@ export function sendLegacy(
 function legacyStatus(statusCode: number): number {
   if ([400, 401, 404, 406, 413, 500, 502].includes(statusCode)) return statusCode;
   if (statusCode === 403) return 406; // understood, not allowed: a spent balance, a token
-  // Retry later: the engine is down, a limit is reached, no room for the content now.
-  if (statusCode === 503 || statusCode === 429 || statusCode === 507) return 502;
+  // Retry later: the engine is down, a limit is reached, no room for the content now, or the
+  // request was too slow to arrive (408: a slow link, not a wrong request).
+  if ([408, 429, 503, 507].includes(statusCode)) return 502;
   return statusCode >= 500 ? 500 : 400;
 }
 
