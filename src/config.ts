@@ -23,6 +23,9 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** PostgreSQL's URL; empty: SQLite in `dataDir`. The password is never logged. */
+  databaseUrl: string;
+  databasePoolSize: number;
   /** Base of `Location` headers; when null, it is taken from the request's Host header. */
   publicUrl: string | null;
   maxFileSize: number;
@@ -249,6 +252,24 @@ function trustProxy(env: Env): boolean | string[] {
   return entries;
 }
 
+function databaseUrl(env: Env): string {
+  const raw = read(env, 'ASSAY_DATABASE_URL');
+  if (raw === '') return '';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // Not echoed: it may hold a password.
+    throw new ConfigError('ASSAY_DATABASE_URL is not a URL (expected postgres://host/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(
+      `ASSAY_DATABASE_URL must start with postgres:// or postgresql://, got ${url.protocol}//`,
+    );
+  }
+  return raw;
+}
+
 /** 0 (the default) leaves half the job slots to other accounts. */
 function accountJobConcurrency(env: Env): number {
   const value = integer(env, 'ASSAY_ACCOUNT_JOB_CONCURRENCY', 0, 256);
@@ -276,6 +297,8 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'ASSAY_HOST'),
     port: integer(env, 'ASSAY_PORT', 0, 65535),
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
+    databaseUrl: databaseUrl(env),
+    databasePoolSize: integer(env, 'ASSAY_DATABASE_POOL_SIZE', 1, 1000),
     publicUrl: baseUrl(env, 'ASSAY_PUBLIC_URL'),
     // clamd's own stream limit sits below 4 GB; keep ours well inside it.
     maxFileSize: integer(env, 'ASSAY_MAX_FILE_SIZE', 1, 2 * 1024 * 1024 * 1024),

@@ -20,8 +20,8 @@ import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import { openStore } from './store/open-store.js';
 import { Spool } from './store/spool.js';
-import { openSqliteStore } from './store/store.js';
 
 /** Callback deliveries in flight in all (each destination also has its own limit). */
 const CALLBACK_CONCURRENCY = 16;
@@ -100,7 +100,9 @@ export async function startService(
   logger = createLogger(config),
   testHooks: ServiceTestHooks = {},
 ): Promise<RunningService> {
-  const store = await openSqliteStore(config.dataDir);
+  const store = await openStore(config, (error) =>
+    logger.warn({ err: error }, 'database connection lost'),
+  );
   const accounts = new AccountService(store);
   if (config.bootstrapCredentials !== null) {
     const { keyId, secret } = config.bootstrapCredentials;

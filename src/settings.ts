@@ -5,6 +5,11 @@ export const SETTINGS = {
   ASSAY_HOST: { default: '127.0.0.1', doc: 'Address to listen on.' },
   ASSAY_PORT: { default: '4000', doc: 'Port to listen on (0 picks a free port).' },
   ASSAY_DATA_DIR: { default: './data', doc: 'Database, clamd config and socket, spool.' },
+  ASSAY_DATABASE_URL: {
+    default: '',
+    doc: '`postgres://user:password@host:port/database`: PostgreSQL; empty: SQLite in the data dir.',
+  },
+  ASSAY_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL connections of each process.' },
   ASSAY_PUBLIC_URL: { default: '', doc: 'Base URL of `Location` headers; default: from Host.' },
   ASSAY_MAX_FILE_SIZE: { default: String(100 * 1024 * 1024), doc: 'Largest upload in bytes.' },
   ASSAY_HEADER_BRAND: { default: 'Service', doc: 'Brand word in `X-<Brand>-Host-Id`.' },

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 // Portable column types: booleans as 0/1 integers, dates as ISO 8601 text, JSON as text, so the
 // same queries run on SQLite and PostgreSQL.
 
@@ -75,8 +77,9 @@ export interface JobsTable {
 }
 
 export interface TraceEventsTable {
+  /** Assigned by the database, increasing in the order events are written (all files share it). */
+  seq: Generated<number>;
   file_id: string;
-  seq: number;
   timestamp: string;
   message: string;
 }
