@@ -108,7 +108,8 @@ export async function buildService(
   /** Runs on the data dir and its migrated store before the service starts. */
   beforeStart?: (dataDir: string, store: Store) => Promise<void>,
 ): Promise<TestService> {
-  const dataDir = tempDir();
+  // A data dir given in `env` is another service's (a restart): its store is that service's too.
+  const dataDir = env.ASSAY_DATA_DIR ?? tempDir();
   const config = loadConfig({
     ASSAY_PORT: '0',
     ASSAY_DATA_DIR: dataDir,
