@@ -49,8 +49,8 @@ export interface Config {
   authFailureLimit: RateLimitSetting;
   /** PEM certificate and key read at start: when set, the server speaks HTTPS only. */
   tls: { cert: Buffer; key: Buffer } | null;
-  /** Fastify's trustProxy: false, true (any hop), or the proxies' addresses and CIDRs. */
-  trustProxy: boolean | string[];
+  /** Which peers' X-Forwarded-* headers are believed (`http/proxy-trust.ts` applies it). */
+  trustProxy: ProxyTrust;
   nsfw: { imageThreshold: number; workers: number };
   /** v1.0: largest raw POST body in bytes (413 above it). */
   legacyMaxPostSize: number;
@@ -87,6 +87,18 @@ export interface Config {
   headerTimeoutMs: number;
 }
 
+/**
+ * ASSAY_TRUST_PROXY: nobody; the last `hops` peers, whatever their address (`deprecatedTrue`: the
+ * setting said `true`, which now means one hop); or the proxies at these addresses/CIDRs.
+ */
+export type ProxyTrust =
+  | { kind: 'none' }
+  | { kind: 'hops'; hops: number; deprecatedTrue: boolean }
+  | { kind: 'addresses'; addresses: string[] };
+
+/** More proxies in a row than any real chain has: a larger number is a mistake. */
+const MAX_PROXY_HOPS = 16;
+
 export interface RateLimitSetting {
   /** Tokens added per second; 0 turns the limit off. */
   rate: number;
@@ -120,6 +132,10 @@ function oneOf<T extends string>(env: Env, name: SettingName, allowed: readonly 
   return found;
 }
 
+/**
+ * An absolute http(s) URL without credentials, query or fragment, normalised and without its
+ * trailing slash; its path, if any, is a prefix the proxy in front strips.
+ */
 function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): string | null {
   const raw = read(env, name);
   if (raw === '') return null;
@@ -132,10 +148,13 @@ function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): 
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
   }
-  if (url.search !== '' || url.hash !== '') {
+  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) {
     throw new ConfigError(`${name} must not have a query or fragment, got "${raw}"`);
   }
-  return raw.replace(/\/+$/, '');
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError(`${name} must not carry a user name or password`);
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
 function clamd(env: Env): ClamdSetting {
@@ -230,12 +249,21 @@ function tls(env: Env): Config['tls'] {
   return { cert, key };
 }
 
-function trustProxy(env: Env): boolean | string[] {
+const TRUST_PROXY_FORMS = `a number of proxy hops (1-${MAX_PROXY_HOPS}), comma-separated proxy addresses/CIDRs, or false`;
+
+function trustProxy(env: Env): ProxyTrust {
   const raw = read(env, 'ASSAY_TRUST_PROXY');
-  if (raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  const entries = raw.split(',').map((entry) => entry.trim());
-  for (const entry of entries) {
+  if (raw === '' || raw === 'false' || raw === '0') return { kind: 'none' };
+  if (raw === 'true') return { kind: 'hops', hops: 1, deprecatedTrue: true };
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > MAX_PROXY_HOPS) {
+      throw new ConfigError(`ASSAY_TRUST_PROXY must be ${TRUST_PROXY_FORMS}; got ${hops} hops`);
+    }
+    return { kind: 'hops', hops, deprecatedTrue: false };
+  }
+  const addresses = raw.split(',').map((entry) => entry.trim());
+  for (const entry of addresses) {
     const [address, bits, extra] = entry.split('/');
     const family = isIP(address ?? '');
     const maxBits = family === 6 ? 128 : 32;
@@ -244,12 +272,10 @@ function trustProxy(env: Env): boolean | string[] {
       extra !== undefined ||
       (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > maxBits))
     ) {
-      throw new ConfigError(
-        `ASSAY_TRUST_PROXY must be true, false or addresses/CIDRs separated by commas; bad entry "${entry}"`,
-      );
+      throw new ConfigError(`ASSAY_TRUST_PROXY must be ${TRUST_PROXY_FORMS}; bad entry "${entry}"`);
     }
   }
-  return entries;
+  return { kind: 'addresses', addresses };
 }
 
 function databaseUrl(env: Env): string {

@@ -168,7 +168,13 @@ export async function startService(
       logger.child({ component: 'callbacks' }),
     );
     const recorder = new ResultRecorder(store, () => callbacks.notify());
-    const processor = new ContentProcessor(store, scanner, recorder, config.maxFileSize);
+    const processor = new ContentProcessor(
+      store,
+      scanner,
+      recorder,
+      config.maxFileSize,
+      logger.child({ component: 'processing' }),
+    );
     const jobs = new JobRunner(
       store,
       spool,

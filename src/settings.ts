@@ -10,7 +10,10 @@ export const SETTINGS = {
     doc: '`postgres://user:password@host:port/database`: PostgreSQL; empty: SQLite in the data dir.',
   },
   ASSAY_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL connections of each process.' },
-  ASSAY_PUBLIC_URL: { default: '', doc: 'Base URL of `Location` headers; default: from Host.' },
+  ASSAY_PUBLIC_URL: {
+    default: '',
+    doc: 'Base URL (http(s), may end in a path the proxy strips) of every `Location`; when set, Host and X-Forwarded-* are not read for URLs.',
+  },
   ASSAY_MAX_FILE_SIZE: { default: String(100 * 1024 * 1024), doc: 'Largest upload in bytes.' },
   ASSAY_HEADER_BRAND: { default: 'Service', doc: 'Brand word in `X-<Brand>-Host-Id`.' },
   ASSAY_HOST_ID: { default: '', doc: 'Host id header value; default: hash of the hostname.' },
@@ -59,7 +62,7 @@ export const SETTINGS = {
   },
   ASSAY_TRUST_PROXY: {
     default: '',
-    doc: '`true` or proxy addresses/CIDRs whose X-Forwarded-* headers are believed.',
+    doc: 'Proxies in front: a hop count (1-16) or their addresses/CIDRs; X-Forwarded-For is read from the right. `true` (deprecated): 1.',
   },
   ASSAY_LEGACY_MAX_POST_SIZE: {
     default: String(100 * 1024 * 1024),

@@ -62,6 +62,10 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_TLS_CERT', '/nonexistent/cert.pem'],
     ['ASSAY_TRUST_PROXY', 'proxy.example.com'],
     ['ASSAY_TRUST_PROXY', '10.0.0.0/40'],
+    ['ASSAY_TRUST_PROXY', '17'],
+    ['ASSAY_TRUST_PROXY', '1, 10.0.0.1'],
+    ['ASSAY_PUBLIC_URL', 'https://user:pw@scan.example.com'],
+    ['ASSAY_PUBLIC_URL', 'https://scan.example.com/?'],
     ['ASSAY_LEGACY_MAX_POST_SIZE', '0'],
     ['ASSAY_LEGACY_MAX_POST_SIZE', 'big'],
     ['ASSAY_LEGACY_BASE_URL', '/api'],
@@ -85,15 +89,26 @@ describe('configuration from ASSAY_* variables', () => {
     assert.deepEqual(defaults.rateLimit, { rate: 100, burst: 200 });
     assert.deepEqual(defaults.authFailureLimit, { rate: 1, burst: 20 });
     assert.equal(defaults.tls, null);
-    assert.equal(defaults.trustProxy, false);
+    assert.deepEqual(defaults.trustProxy, { kind: 'none' });
     const set = loadConfig({
       ASSAY_RATE_LIMIT: '0.5',
       ASSAY_RATE_BURST: '3',
       ASSAY_TRUST_PROXY: '10.0.0.0/8, ::1',
     });
     assert.deepEqual(set.rateLimit, { rate: 0.5, burst: 3 });
-    assert.deepEqual(set.trustProxy, ['10.0.0.0/8', '::1']);
-    assert.equal(loadConfig({ ASSAY_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.deepEqual(set.trustProxy, { kind: 'addresses', addresses: ['10.0.0.0/8', '::1'] });
+    // `true` is deprecated: one hop, never the leftmost (client-written) entry.
+    assert.deepEqual(loadConfig({ ASSAY_TRUST_PROXY: 'true' }).trustProxy, {
+      kind: 'hops',
+      hops: 1,
+      deprecatedTrue: true,
+    });
+    assert.deepEqual(loadConfig({ ASSAY_TRUST_PROXY: '2' }).trustProxy, {
+      kind: 'hops',
+      hops: 2,
+      deprecatedTrue: false,
+    });
+    assert.deepEqual(loadConfig({ ASSAY_TRUST_PROXY: '0' }).trustProxy, { kind: 'none' });
     assert.throws(
       () => loadConfig({ ASSAY_TLS_KEY: '/etc/hostname' }),
       /ASSAY_TLS_CERT and ASSAY_TLS_KEY must be set together/,

@@ -5,11 +5,12 @@ import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
 import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
 import { authentication } from './plugins/authentication.js';
-import { untrustedProxyWarning } from './plugins/client-address.js';
+import { proxyTrustWarnings } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
 import { responseHeaders, serviceHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
+import { trustProxyOption } from './proxy-trust.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import staticSamples from './routes/static.js';
@@ -41,8 +42,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       serviceHeaders(services.config),
     ),
     clientErrorHandler: clientErrorHandler(serviceHeaders(services.config)),
-    // Only a trusted proxy's X-Forwarded-For/-Proto/-Host change the client address and Location.
-    trustProxy,
+    // Only trusted proxies' X-Forwarded-For entries, read from the right, name the client; their
+    // X-Forwarded-Proto/-Host are checked before a Location uses them (proxy-trust.ts).
+    trustProxy: trustProxyOption(trustProxy),
     // The https server type differs only in its TLS fields; routes and hooks use none of them.
     ...((tls === null ? {} : { https: { cert: tls.cert, key: tls.key } }) as object),
   });
@@ -62,7 +64,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   await app.register(errorHandler);
   await app.register(requestTimeouts);
   await app.register(responseHeaders);
-  await app.register(untrustedProxyWarning);
+  await app.register(proxyTrustWarnings);
   await app.register(authentication);
   await app.register(syncScanLimit);
   await app.register(health);

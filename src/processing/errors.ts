@@ -6,6 +6,13 @@ export class EmptyContentError extends Error {
   }
 }
 
+/** The account enforces its balance and has no credit left for the item: nothing was kept. */
+export class BalanceSpentError extends Error {
+  constructor() {
+    super('the account has no balance left: nothing was processed');
+  }
+}
+
 export class ContentTooLargeError extends Error {
   constructor(readonly limit: number) {
     super(`the content exceeds the limit of ${limit} bytes`);

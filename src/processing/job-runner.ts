@@ -4,7 +4,7 @@ import type { Job } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
-import { ContentNotExaminedError, EngineUnavailableError } from './errors.js';
+import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
 import { type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
@@ -99,12 +99,16 @@ export class JobRunner {
   }
 
   /**
-   * Stores a job with its first trace event, durably (it answers a 202, a promise that must
-   * survive power loss); it runs as soon as a slot is free.
+   * Accepts an item: takes one credit from its account (BalanceSpentError when the account
+   * enforces its balance and has none left) and stores its job with its first trace event, in one
+   * transaction, durably (it answers a 202, a promise that must survive power loss); it runs as
+   * soon as a slot is free. The caller removes what it spooled when this throws.
    */
   async submit(job: Job, received: string): Promise<void> {
     await this.store.durableTransaction(async (store) => {
-      await store.jobs.insert(job);
+      // The item's credit is taken with its job, or neither: refused when the balance is spent.
+      if (!(await store.accounts.takeCredit(job.accountId))) throw new BalanceSpentError();
+      await store.jobs.insert({ ...job, creditHeld: true });
       await store.trace.append(job.id, received, job.creationDate);
     });
     this.loop.notify();
@@ -247,7 +251,12 @@ export class JobRunner {
         this.spool,
         this.options,
       );
-      outcome = () => this.processor.record(scanned, submission, { jobId: job.id, events });
+      outcome = () =>
+        this.processor.record(scanned, submission, {
+          jobId: job.id,
+          events,
+          creditHeld: job.creditHeld === true,
+        });
     } catch (error) {
       // A failed download, or content no engine can decide on (a corrupt image, a document past
       // its caps), is the same on every retry: a finished job with an error, never clean.
@@ -256,7 +265,14 @@ export class JobRunner {
       }
       const message = error.message;
       outcome = () =>
-        this.processor.recordFailure(job.id, submission, message, job.creationDate, []);
+        this.processor.recordFailure(
+          job.id,
+          submission,
+          message,
+          job.creationDate,
+          [],
+          job.creditHeld === true,
+        );
     }
     try {
       await outcome();
@@ -357,6 +373,7 @@ export class JobRunner {
       reason,
       job.creationDate,
       [],
+      job.creditHeld === true,
     );
     this.waiting.delete(job.id);
     await this.removeSpool(job);

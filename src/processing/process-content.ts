@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
 import type {
@@ -7,6 +8,7 @@ import type {
   TraceEvent,
 } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { BalanceSpentError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
 import type { ResultRecorder } from './result-recorder.js';
 import type { ContentScanner, ContentVerdict } from './scan-content.js';
@@ -27,6 +29,16 @@ export interface ScannedContent {
   scannedAt: string;
 }
 
+/** What a synchronous item's work hands back to be recorded. */
+export interface SyncItem {
+  scanned: ScannedContent;
+  submission: Submission;
+  /** Trace events before the verdicts (the download of a `location`). */
+  events?: TraceEvent[];
+  /** The result's id (v1.0 ids are UUIDs); a new one by default. */
+  id?: string;
+}
+
 export function event(message: string, timestamp = new Date().toISOString()): TraceEvent {
   return { timestamp, message };
 }
@@ -38,7 +50,34 @@ export class ContentProcessor {
     private readonly scanner: ContentScanner,
     private readonly recorder: ResultRecorder,
     readonly maxFileSize: number,
+    private readonly logger: Logger,
   ) {}
+
+  /**
+   * A synchronous item, paid for before any work: one credit is taken from the account first
+   * (BalanceSpentError, before a byte of the body is read, when it enforces its balance and has
+   * none left), then `work` reads and scans the content and its result is recorded. When no result
+   * is recorded (no verdict, a bad request, the client gone), the credit is given back. A process
+   * that dies during the scan keeps the credit: nothing in the store says the scan was running.
+   */
+  async processSync(accountId: string, work: () => Promise<SyncItem>): Promise<StoredFile> {
+    if (!(await this.store.accounts.takeCredit(accountId))) throw new BalanceSpentError();
+    try {
+      const { scanned, submission, events, id } = await work();
+      return await this.record(scanned, submission, { id, events, creditHeld: true });
+    } catch (error) {
+      // The request's own failure is what the client must see; a lost refund is logged.
+      await this.store.accounts
+        .addCredits(accountId, 1)
+        .catch((refundError: unknown) =>
+          this.logger.error(
+            { err: refundError, account: accountId },
+            'could not give back the credit of a synchronous item that recorded nothing',
+          ),
+        );
+      throw error;
+    }
+  }
 
   /** Throws (recording nothing) when there is no complete verdict; v1.0 has limits of its own. */
   async scan(
@@ -65,12 +104,13 @@ export class ContentProcessor {
   /**
    * Records a scanned item. `context.jobId` names the asynchronous job it finishes (whose
    * `received` event is already in the trace); `context.events` come before the verdicts;
-   * `context.id` is the id a synchronous item gets (v1.0 ids are UUIDs), a new one by default.
+   * `context.id` is the id a synchronous item gets (v1.0 ids are UUIDs), a new one by default;
+   * `context.creditHeld`: the item's credit was taken when it was accepted.
    */
   async record(
     scanned: ScannedContent,
     submission: Submission,
-    context: { jobId?: string; id?: string; events?: TraceEvent[] } = {},
+    context: { jobId?: string; id?: string; events?: TraceEvent[]; creditHeld: boolean },
   ): Promise<StoredFile> {
     const { verdict } = scanned;
     const file: StoredFile = {
@@ -101,17 +141,22 @@ export class ContentProcessor {
       legacy: submission.legacy ?? null,
       jobId: context.jobId,
       events,
+      creditHeld: context.creditHeld,
     });
     return file;
   }
 
-  /** Records a finished item that has no verdict (its download failed): an `error`, never clean. */
+  /**
+   * Records a finished job that has no verdict (its download failed, no engine could decide, it
+   * was given up): an `error`, never clean, and it costs nothing.
+   */
   async recordFailure(
     id: string,
     submission: Submission,
     error: string,
     receivedAt: string,
     events: TraceEvent[],
+    creditHeld: boolean,
   ): Promise<StoredFile> {
     const file: StoredFile = {
       id,
@@ -134,6 +179,7 @@ export class ContentProcessor {
       legacy: submission.legacy ?? null,
       jobId: id,
       events,
+      creditHeld,
     });
     return file;
   }

@@ -28,6 +28,8 @@ export interface Completion {
   /** The job this result finishes, removed in the same transaction. */
   jobId?: string;
   events: TraceEvent[];
+  /** The item's credit was taken when it was accepted (false only for jobs from before 0010). */
+  creditHeld: boolean;
 }
 
 /**
@@ -41,7 +43,14 @@ export class ResultRecorder {
   ) {}
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
-  async complete({ file, version, legacy, jobId, events }: Completion): Promise<boolean> {
+  async complete({
+    file,
+    version,
+    legacy,
+    jobId,
+    events,
+    creditHeld,
+  }: Completion): Promise<boolean> {
     const deliveries: CallbackDelivery[] = [];
     const refused: TraceEvent[] = [];
     for (const delivery of callbacksOf(file, version, legacy)) {
@@ -57,8 +66,11 @@ export class ResultRecorder {
     const recorded = await this.store.transaction(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
-      // Each processed item costs one credit; a failed download processed nothing.
-      if (file.findings !== null) await store.accounts.consume(file.accountId, 1);
+      // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed
+      // download, content no engine could decide on, a job given up) costs nothing. The credit
+      // taken at acceptance is kept, or given back with the result, in this one transaction.
+      const due = (file.findings === null ? 0 : 1) - (creditHeld ? 1 : 0);
+      if (due !== 0) await store.accounts.addCredits(file.accountId, -due);
       await store.trace.appendAll(file.id, [...events, ...refused]);
       for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
       return true;

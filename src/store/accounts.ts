@@ -114,11 +114,27 @@ export class AccountRepository {
     return erasure;
   }
 
-  /** Takes `credits` from the balance (it may go below zero when submissions race). */
-  async consume(id: string, credits: number): Promise<void> {
+  /**
+   * Takes one credit for an item being accepted: refused (false) when the account enforces its
+   * balance and has none left, or is gone. One conditional update, so submissions racing in any
+   * number of processes sharing the store never take more than the balance holds. An account that
+   * does not enforce its balance always pays (its balance may go below zero, counting use).
+   */
+  async takeCredit(id: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('accounts')
+      .set((eb) => ({ balance: eb('balance', '-', 1) }))
+      .where('id', '=', id)
+      .where((eb) => eb.or([eb('enforce_balance', '=', 0), eb('balance', '>=', 1)]))
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Adds `credits` to the balance (negative: takes them, unconditionally): refunds and charges. */
+  async addCredits(id: string, credits: number): Promise<void> {
     await this.db
       .updateTable('accounts')
-      .set((eb) => ({ balance: eb('balance', '-', credits) }))
+      .set((eb) => ({ balance: eb('balance', '+', credits) }))
       .where('id', '=', id)
       .execute();
   }

@@ -20,6 +20,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     legacy: row.legacy === null ? null : (JSON.parse(row.legacy) as LegacyJobOptions),
     lastError: row.last_error,
     size: Number(row.size),
+    creditHeld: row.credit_held === 1,
   };
 }
 
@@ -46,6 +47,7 @@ export class JobRepository {
         legacy: job.legacy ? JSON.stringify(job.legacy) : null,
         last_error: job.lastError ?? null,
         size: job.size ?? 0,
+        credit_held: job.creditHeld === true ? 1 : 0,
       })
       .execute();
   }

@@ -91,6 +91,11 @@ export interface Job {
   lastError?: string | null;
   /** Bytes held in the spool for the job (0 or absent for a fetch): counted by the spool quota. */
   size?: number;
+  /**
+   * The job's credit was taken from the balance when it was accepted (JobRunner.submit sets it).
+   * False for jobs accepted before that rule (migration 0010): they are charged when they finish.
+   */
+  creditHeld?: boolean;
 }
 
 export type LegacyFormat = 'json' | 'xml' | 'yaml';

@@ -74,6 +74,8 @@ export interface JobsTable {
   last_error: string | null;
   /** Bytes held in the spool for the job (0 for a fetch). */
   size: number;
+  /** 1: a credit was taken from the balance at acceptance; 0: accepted before migration 0010. */
+  credit_held: number;
 }
 
 export interface TraceEventsTable {

@@ -13,6 +13,7 @@ import * as callbackDestinations from './migrations/0006-callback-destinations.j
 import * as jobLeases from './migrations/0007-job-leases.js';
 import * as jobSize from './migrations/0008-job-size.js';
 import * as accountActive from './migrations/0009-account-active.js';
+import * as jobCredit from './migrations/0010-job-credit.js';
 import * as traceOrder from './migrations/0012-trace-order.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '0007-job-leases': jobLeases,
   '0008-job-size': jobSize,
   '0009-account-active': accountActive,
+  '0010-job-credit': jobCredit,
   '0012-trace-order': traceOrder,
 };
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -43,4 +44,62 @@ export async function submitFetch(url: string, auth: string, location: string): 
   });
   assert.equal(response.status, 202);
   return ((await response.json()) as { id: string }).id;
+}
+
+/** Waits until `check` holds (polling every 20 ms); throws naming `what` past `timeoutMs`. */
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * One request over node:http, where fetch cannot go: from a chosen local address (on loopback,
+ * 127.0.0.2 is another client than 127.0.0.1) or with a Host header of the test's choosing.
+ */
+export function httpRequest(
+  url: string,
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    localAddress?: string;
+  } = {},
+): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        localAddress: options.localAddress,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
 }

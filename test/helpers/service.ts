@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, type TestContext } from 'node:test';
@@ -12,6 +12,11 @@ import type { Store } from '../../src/store/store.js';
 import { storeEnv } from './test-database.js';
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** The names of the files in a service's spool. */
+export function spoolOf(dataDir: string): string[] {
+  return readdirSync(join(dataDir, 'spool'));
+}
 
 export function tempDir(prefix = 'assay-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));

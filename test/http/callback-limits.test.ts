@@ -97,6 +97,7 @@ describe('callback limits', () => {
       version: 'v2.2',
       legacy: null,
       events: [],
+      creditHeld: false,
     });
     assert.equal(recorded, true);
     assert.equal((await svc.store.callbacks.listForFile(id)).length, 0, 'nothing queued');

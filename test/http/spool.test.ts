@@ -1,30 +1,19 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
 import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
+import { waitUntil } from '../helpers/client.js';
 import { asBlob, randomContent, uploadForm } from '../helpers/content.js';
 import { failWrites } from '../helpers/failing-writes.js';
-import { buildService, useSharedClamd } from '../helpers/service.js';
+import { buildService, spoolOf, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
-
-const spoolOf = (dataDir: string) => readdirSync(join(dataDir, 'spool'));
-
-async function waitUntil(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await sleep(20);
-  }
-}
 
 /**
  * Sends the head and the start of a multipart upload by hand, waits until the spool shows

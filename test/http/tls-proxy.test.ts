@@ -125,7 +125,7 @@ describe('behind a reverse proxy', () => {
   test('ASSAY_PUBLIC_URL wins over forwarded headers', async (t) => {
     const svc = await buildService(t, {
       ASSAY_CLAMD: clamd.socket,
-      ASSAY_TRUST_PROXY: 'true',
+      ASSAY_TRUST_PROXY: '1',
       ASSAY_PUBLIC_URL: 'https://assay.internal',
     });
     assert.ok((await tokenLocation(svc.url, svc.auth))?.startsWith('https://assay.internal/v2.2/'));

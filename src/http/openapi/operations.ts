@@ -37,8 +37,9 @@ const TOKEN_REFUSED = failure(
   'A temporary token was used: this resource needs an API key and its secret.',
 );
 const BALANCE_SPENT = failure(
-  "The account's balance is spent and the account enforces it, or the key has no detection " +
-    'category enabled: nothing was processed.',
+  'The account enforces its balance and has no credit left for this item (each item takes one ' +
+    'when it is accepted), or the key has no detection category enabled: nothing was processed ' +
+    'or kept.',
 );
 
 /** Every operation needs credentials: each may answer 401 and 429. */

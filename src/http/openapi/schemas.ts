@@ -153,7 +153,12 @@ export type TraceBody = Static<typeof TraceResult>;
 export const AccountResource = closed(
   {
     name: Type.String(),
-    balance: Type.Integer({ description: 'Credits left; each processed item uses one.' }),
+    balance: Type.Integer({
+      description:
+        'Credits left. Each item takes one when it is accepted; an item that ends without a ' +
+        'verdict (no result, or a result with an error) gives it back. Below zero only for an ' +
+        'account that does not enforce its balance.',
+    }),
     starting_balance: Type.Integer(),
     billing_email: Type.String(),
     subscription: Type.String({ description: 'Name of the subscription plan.' }),

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../accounts/account-service.js';
 import { type RateDecision, TokenBuckets } from '../../accounts/rate-limiter.js';
+import { BalanceSpentError } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
 import { failureBucketOf } from './client-address.js';
 
@@ -90,9 +91,8 @@ export function principalOf(request: FastifyRequest): Principal {
 /** The principal of a request that submits content: refused (403) when its balance is spent. */
 export function submitterOf(request: FastifyRequest): Principal {
   const principal = principalOf(request);
-  if (principal.balanceExhausted) {
-    throw new HttpError(403, 'the account has no balance left: nothing was processed');
-  }
+  // Refused before the body is read; the credit itself is taken when the item is accepted.
+  if (principal.balanceExhausted) throw new BalanceSpentError();
   if (principal.detectionCategories.length === 0) {
     throw new HttpError(
       403,

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
+  BalanceSpentError,
   ContentNotExaminedError,
   ContentTooLargeError,
   EmptyContentError,
@@ -25,6 +26,7 @@ function classify(error: FastifyError | Error): ClientError | null {
     return { statusCode: error.statusCode, message: error.message, headers: error.headers };
   }
   if (error instanceof EmptyContentError) return { statusCode: 400, message: error.message };
+  if (error instanceof BalanceSpentError) return { statusCode: 403, message: error.message };
   if (error instanceof ContentTooLargeError) return { statusCode: 413, message: error.message };
   // Understood but not examinable (a corrupt image, a document past the caps): never a result.
   if (error instanceof ContentNotExaminedError) return { statusCode: 422, message: error.message };

@@ -19,15 +19,15 @@ export default async function scan(app: FastifyInstance) {
     const args = legacyArguments(request);
     const principal = legacySubmitterOf(request);
     refuseDeclaredOversize(request, maxBytes);
-    const scanned = await processor.scan(rawBodyOf(request), {
-      categories: LEGACY_CATEGORIES,
-      maxBytes,
-    });
-    const file = await processor.record(
-      scanned,
-      { principal, version: 'v1.0', metadata: {}, callback: null },
-      { id: newLegacyId() },
-    );
+    // The credit is taken before the body is read and given back if no result is recorded.
+    const file = await processor.processSync(principal.accountId, async () => ({
+      scanned: await processor.scan(rawBodyOf(request), {
+        categories: LEGACY_CATEGORIES,
+        maxBytes,
+      }),
+      submission: { principal, version: 'v1.0', metadata: {}, callback: null },
+      id: newLegacyId(),
+    }));
     return sendLegacy(reply, 200, legacyResultOf(file), args);
   });
 }

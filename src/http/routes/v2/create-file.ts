@@ -20,26 +20,32 @@ export default async function createFile(app: FastifyInstance, options: { versio
 
   app.post('/files', { config: { syncScan: true } }, async (request, reply) => {
     const principal = submitterOf(request);
-    const { file: scanned, fields } = await readUploadForm(
-      request,
-      {
-        maxFileSize: config.maxFileSize,
-        acceptMetadata: hasMetadata(version),
-        acceptLocation: version === 'v2.2',
-        policy: outbound.fetch.policy,
-      },
-      (content) => processor.scan(content, { categories: principal.detectionCategories }),
-    );
-    const submission: Submission = {
-      principal,
-      version,
-      metadata: fields.metadata,
-      callback: fields.callback,
-    };
-    let file: Awaited<ReturnType<typeof processor.record>>;
-    if (scanned !== null) {
-      file = await processor.record(scanned, submission);
-    } else if (fields.location !== null) {
+    // The credit is taken before the body is read and given back if no result is recorded.
+    const file = await processor.processSync(principal.accountId, async () => {
+      const { file: scanned, fields } = await readUploadForm(
+        request,
+        {
+          maxFileSize: config.maxFileSize,
+          acceptMetadata: hasMetadata(version),
+          acceptLocation: version === 'v2.2',
+          policy: outbound.fetch.policy,
+        },
+        (content) => processor.scan(content, { categories: principal.detectionCategories }),
+      );
+      const submission: Submission = {
+        principal,
+        version,
+        metadata: fields.metadata,
+        callback: fields.callback,
+      };
+      if (scanned !== null) return { scanned, submission };
+      if (fields.location === null) {
+        const what =
+          version === 'v2.2'
+            ? 'a multipart part named file, or a location'
+            : 'a multipart part named file';
+        throw new HttpError(400, `no content: send ${what}`);
+      }
       try {
         // A stalled or failing remote is final (502 naming it), never a 503 inviting a retry.
         const fetched = await fetchAndScan(processor, fields.location, outbound.fetch, {
@@ -48,9 +54,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
           receivedAt: new Date().toISOString(),
           categories: principal.detectionCategories,
         });
-        file = await processor.record(fetched.scanned, submission, {
-          events: [fetched.downloaded],
-        });
+        return { scanned: fetched.scanned, submission, events: [fetched.downloaded] };
       } catch (error) {
         // No verdict, so no result: an error status, which no client can mistake for clean.
         if (error instanceof RemoteContentError) {
@@ -58,13 +62,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
         }
         throw error;
       }
-    } else {
-      const what =
-        version === 'v2.2'
-          ? 'a multipart part named file, or a location'
-          : 'a multipart part named file';
-      throw new HttpError(400, `no content: send ${what}`);
-    }
+    });
     return reply
       .code(201)
       .header('location', fileLocation(request, config.publicUrl, version, file.id))
