@@ -74,7 +74,20 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_REQUEST_IDLE_TIMEOUT', 'soon'],
     ['ASSAY_SYNC_CONCURRENCY', '0'],
     ['ASSAY_ACCOUNT_SYNC_CONCURRENCY', '0'],
+    ['ASSAY_DATABASE_URL', 'mysql://db/assay'],
+    ['ASSAY_DATABASE_URL', 'db.internal/assay'],
+    ['ASSAY_DATABASE_POOL_SIZE', '0'],
   ];
+  test('a bad database URL is refused without echoing it (it may hold a password)', () => {
+    assert.throws(
+      () => loadConfig({ ASSAY_DATABASE_URL: 'postgres//assay:hunter2@db/assay' }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes('ASSAY_DATABASE_URL') &&
+        !error.message.includes('hunter2'),
+    );
+  });
+
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {
       assert.throws(
