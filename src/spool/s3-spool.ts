@@ -259,11 +259,11 @@ export class S3Spool implements ContentSpool {
   }
 
   /** Object storage does not fill up as a disk does. */
-  async diskFull(): Promise<boolean> {
+  async diskFull(_uploadBytes: number): Promise<boolean> {
     return false;
   }
 
-  async hasRoom(): Promise<boolean> {
+  async hasRoom(_bytes: number): Promise<boolean> {
     return true;
   }
 
