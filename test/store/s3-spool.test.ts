@@ -1,4 +1,3 @@
-import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -15,6 +14,7 @@ import {
   type S3SpoolOptions,
 } from '../../src/spool/s3-spool.js';
 import { SpoolTooLargeError } from '../../src/store/spool.js';
+import { guardRefused, guardSeen } from '../helpers/loopback-only.js';
 import { type S3TestServer, startS3Server } from '../helpers/s3-server.js';
 
 const MiB = 1024 * 1024;
@@ -332,4 +332,10 @@ describe('openSpool', () => {
     assert.equal(aws.describe, 's3://bucket-a');
     (aws as S3Spool).close();
   });
+});
+
+test('the SDK reached only the loopback servers: no metadata service, no DNS', () => {
+  assert.deepEqual(guardRefused, []);
+  assert.ok(guardSeen.length > 0);
+  for (const destination of guardSeen) assert.match(destination, /^127\.0\.0\.1:\d+$/);
 });
