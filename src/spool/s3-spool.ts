@@ -169,13 +169,13 @@ export class S3Spool implements ContentSpool {
       await this.remove(key).catch(() => {});
       const failed = sourceError as { error: unknown } | null;
       if (failed === null) throw this.failure(`writing ${objectKey}`, error);
-      // Upload reports a failed abort instead of the source's error: keep both.
+      // S3 failed too (a part, or the abort after the source's error): keep its error as the cause.
       if (
         failed.error !== error &&
         failed.error instanceof Error &&
         failed.error.cause === undefined
       )
-        failed.error.cause = this.failure(`aborting the upload of ${objectKey}`, error);
+        failed.error.cause = this.failure(`uploading ${objectKey}`, error);
       throw failed.error;
     }
     return { key, size };

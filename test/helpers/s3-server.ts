@@ -34,6 +34,12 @@ export interface S3TestServer {
   hasOpenUploads(): Promise<boolean>;
   /** Bytes of the object and part bodies (PUTs) the server has stored so far. */
   storedBytes(): number;
+  /**
+   * From now on, requests `matching` get S3's 500 InternalError (null: none). Each one counts in
+   * `injected`.
+   */
+  failRequests(matching: ((method: string, url: string) => boolean) | null): void;
+  injected(): number;
   /** Opens a multipart upload and leaves it open (to prove that hasOpenUploads sees one). */
   openUpload(key: string): Promise<void>;
   stop(): Promise<void>;
@@ -42,6 +48,16 @@ export interface S3TestServer {
 export async function startS3Server(bucket = 'assay-spool'): Promise<S3TestServer> {
   const app = buildApp({ logger: false });
   let stored = 0;
+  let failing: ((method: string, url: string) => boolean) | null = null;
+  let injected = 0;
+  app.addHook('onRequest', async (request, reply) => {
+    if (failing === null || !failing(request.method, request.url)) return;
+    injected += 1;
+    await reply
+      .code(500)
+      .type('application/xml')
+      .send('<Error><Code>InternalError</Code><Message>injected by the test</Message></Error>');
+  });
   app.addHook('onResponse', async (request, reply) => {
     if (request.method === 'PUT' && reply.statusCode === 200) {
       stored += Number(request.headers['content-length'] ?? 0);
@@ -65,6 +81,10 @@ export async function startS3Server(bucket = 'assay-spool'): Promise<S3TestServe
     client,
     keys,
     storedBytes: () => stored,
+    failRequests(matching) {
+      failing = matching;
+    },
+    injected: () => injected,
     async hasOpenUploads() {
       if ((await keys()).length > 0)
         throw new Error('hasOpenUploads needs a bucket without objects');

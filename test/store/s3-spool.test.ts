@@ -156,6 +156,30 @@ describe('S3 spool against a local S3-compatible server', () => {
     assert.equal(await server.hasOpenUploads(), false);
   });
 
+  test("S3 failing mid-upload: an error naming S3's, no object, no open upload", async () => {
+    // Every second part fails (retries included); the first part and the abort go through.
+    server.failRequests((method, url) => method === 'PUT' && /[?&]partNumber=2(&|$)/.test(url));
+    const key = newKey();
+    try {
+      await assert.rejects(
+        spool.write(key, randomSource(20 * MiB).chunks(), 100 * MiB),
+        (error) => {
+          assert.ok(error instanceof S3SpoolError);
+          assert.match(
+            error.message,
+            new RegExp(`writing ${PREFIX}/${key} failed: InternalError \\(HTTP 500\\): injected`),
+          );
+          return true;
+        },
+      );
+    } finally {
+      server.failRequests(null);
+    }
+    assert.equal(server.injected(), 3, 'tried 3 times');
+    assert.deepEqual(await server.keys(), []);
+    assert.equal(await server.hasOpenUploads(), false);
+  });
+
   test('remove is idempotent', async () => {
     const key = newKey();
     await spool.write(key, randomSource(1000).chunks(), 10_000);
