@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ContentSpool } from '../../src/spool/content-spool.js';
 import { openSpool } from '../../src/spool/open-spool.js';
 import {
@@ -224,6 +224,9 @@ describe('S3 spool against a local S3-compatible server', () => {
     );
     paged.close();
     for (const key of keys) await spool.remove(key);
+    await server.client.send(
+      new DeleteObjectCommand({ Bucket: server.bucket, Key: `${PREFIX}/notes.txt` }),
+    );
   });
 
   test('object storage has room', async () => {
