@@ -129,6 +129,19 @@ export const SETTINGS = {
     default: '10',
     doc: 'Seconds a new connection may take to send a complete request head; then it is closed.',
   },
+  ASSAY_SPOOL_DIR: {
+    default: '',
+    doc: 'Directory of async content (shared by every worker); default: `spool` in ASSAY_DATA_DIR.',
+  },
+  ASSAY_SPOOL_URL: {
+    default: '',
+    doc: '`s3://bucket/prefix`: async content in an S3 bucket instead of a directory.',
+  },
+  ASSAY_S3_ENDPOINT: {
+    default: '',
+    doc: 'URL of an S3-compatible server for ASSAY_SPOOL_URL (path-style); default: AWS.',
+  },
+  ASSAY_S3_REGION: { default: 'us-east-1', doc: 'Region of the ASSAY_SPOOL_URL bucket.' },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
