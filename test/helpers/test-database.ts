@@ -4,7 +4,7 @@
  * process exits. The README's test command runs the suite both ways.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 export const TEST_STORE = process.env.ASSAY_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 export const onPostgres = TEST_STORE === 'postgres';
@@ -36,6 +36,14 @@ process.on('exit', () => {
     }
   }
 });
+
+/** A new, empty PostgreSQL database (whatever ASSAY_TEST_STORE says), dropped at exit; its URL. */
+export function freshPostgresDatabase(): string {
+  const name = `assay_t_${randomBytes(10).toString('hex')}`;
+  psql('postgres', `CREATE DATABASE ${name}`);
+  created.add(name);
+  return `${SERVER}/${name}`;
+}
 
 /**
  * The variables that point a service or CLI using `dataDir` at its store: none on SQLite (the
