@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
+import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
@@ -113,8 +114,16 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
+  // Other processes may share a PostgreSQL store: their limits must be the same buckets.
+  const requestLimits = createRequestLimits(
+    store,
+    config.authFailureLimit,
+    config.databaseUrl !== '',
+    logger.child({ component: 'limits' }),
+  );
   let spoolSweeper: SpoolSweeper | null = null;
   const release = async () => {
+    await requestLimits.stop();
     await tokenPurge.stop();
     await spoolSweeper?.stop();
     await Promise.all(engines.map((engine) => engine.close()));
@@ -124,6 +133,7 @@ export async function startService(
   };
   try {
     await tokenPurge.start();
+    await requestLimits.start();
     managedClamd = await startClamd(config, logger);
     const clamd = new ClamdClient(
       managedClamd?.address ??
@@ -200,6 +210,7 @@ export async function startService(
         config,
         store,
         accounts,
+        requestLimits,
         processor,
         clamd,
         spool,

@@ -122,6 +122,15 @@ export interface UsersTable {
   last_login_date: string | null;
 }
 
+export interface RateBucketsTable {
+  name: string;
+  tokens: number;
+  /** Milliseconds since the epoch. */
+  updated_at: number;
+  rate: number;
+  burst: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -131,4 +140,5 @@ export interface Database {
   callback_deliveries: CallbackDeliveriesTable;
   tokens: TokensTable;
   users: UsersTable;
+  rate_buckets: RateBucketsTable;
 }

@@ -15,6 +15,8 @@ import * as jobSize from './migrations/0008-job-size.js';
 import * as accountActive from './migrations/0009-account-active.js';
 import * as jobCredit from './migrations/0010-job-credit.js';
 import * as traceOrder from './migrations/0012-trace-order.js';
+import * as rateBuckets from './migrations/0013-rate-buckets.js';
+import { RateBucketRepository } from './rate-buckets.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -33,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0009-account-active': accountActive,
   '0010-job-credit': jobCredit,
   '0012-trace-order': traceOrder,
+  '0013-rate-buckets': rateBuckets,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -51,6 +54,7 @@ export class Store {
   readonly callbacks: CallbackOutbox;
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
+  readonly rateBuckets: RateBucketRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
@@ -68,6 +72,7 @@ export class Store {
     this.callbacks = new CallbackOutbox(db);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
+    this.rateBuckets = new RateBucketRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */

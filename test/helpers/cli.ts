@@ -67,9 +67,20 @@ export async function startServe(
 }
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. */
-export function assayCli(dataDir: string, args: string[], input?: string) {
+export function assayCli(
+  dataDir: string,
+  args: string[],
+  input?: string,
+  /** Variables over the data dir's own, e.g. another ASSAY_DATABASE_URL. */
+  env: Record<string, string> = {},
+) {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { ...process.env, ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) },
+    env: {
+      ...process.env,
+      ASSAY_DATA_DIR: dataDir,
+      ...(env.ASSAY_DATABASE_URL === undefined ? storeEnv(dataDir) : {}),
+      ...env,
+    },
     encoding: 'utf8',
     timeout: 30_000,
     input,
