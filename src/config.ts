@@ -7,6 +7,7 @@ import { createSecureContext } from 'node:tls';
 import type { FindingsStyle } from './engines/clamav/findings.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { SETTINGS, type SettingName } from './settings.js';
+import { parseS3Url } from './spool/s3-url.js';
 
 /** Thrown when an ASSAY_* variable is invalid; the message names the variable. */
 export class ConfigError extends Error {}
@@ -23,6 +24,9 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** PostgreSQL's URL; empty: SQLite in `dataDir`. The password is never logged. */
+  databaseUrl: string;
+  databasePoolSize: number;
   /** Base of `Location` headers; when null, it is taken from the request's Host header. */
   publicUrl: string | null;
   maxFileSize: number;
@@ -82,6 +86,13 @@ export interface Config {
   maxConnectionsPerAddress: number;
   /** The longest a new connection may take to send its first complete request head. */
   headerTimeoutMs: number;
+  /** Directory of async content when not in S3; '' for `spool` in the data directory. */
+  spoolDir: string;
+  /** `s3://bucket/prefix` of async content, or ''. */
+  spoolUrl: string;
+  /** S3-compatible server of spoolUrl, or '' for AWS. */
+  s3Endpoint: string;
+  s3Region: string;
 }
 
 /**
@@ -275,6 +286,24 @@ function trustProxy(env: Env): ProxyTrust {
   return { kind: 'addresses', addresses };
 }
 
+function databaseUrl(env: Env): string {
+  const raw = read(env, 'ASSAY_DATABASE_URL');
+  if (raw === '') return '';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // Not echoed: it may hold a password.
+    throw new ConfigError('ASSAY_DATABASE_URL is not a URL (expected postgres://host/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(
+      `ASSAY_DATABASE_URL must start with postgres:// or postgresql://, got ${url.protocol}//`,
+    );
+  }
+  return raw;
+}
+
 /** 0 (the default) leaves half the job slots to other accounts. */
 function accountJobConcurrency(env: Env): number {
   const value = integer(env, 'ASSAY_ACCOUNT_JOB_CONCURRENCY', 0, 256);
@@ -295,6 +324,49 @@ function spoolQuota(env: Env): { spoolMaxBytes: number; accountSpoolMaxBytes: nu
   };
 }
 
+type SpoolLocation = Pick<Config, 'spoolDir' | 'spoolUrl' | 's3Endpoint' | 's3Region'>;
+
+/** Where async content is kept: one of a directory or a bucket, never both silently. */
+function spoolLocation(env: Env): SpoolLocation {
+  const spoolDir = read(env, 'ASSAY_SPOOL_DIR');
+  const spoolUrl = read(env, 'ASSAY_SPOOL_URL');
+  const s3Endpoint = read(env, 'ASSAY_S3_ENDPOINT');
+  const s3Region = read(env, 'ASSAY_S3_REGION');
+  if (spoolUrl !== '') {
+    try {
+      parseS3Url(spoolUrl);
+    } catch (error) {
+      throw new ConfigError(`ASSAY_SPOOL_URL ${error instanceof Error ? error.message : error}`);
+    }
+    if (spoolDir !== '') {
+      throw new ConfigError('ASSAY_SPOOL_DIR and ASSAY_SPOOL_URL are exclusive: set one of them');
+    }
+  } else if (s3Endpoint !== '') {
+    throw new ConfigError(
+      'ASSAY_S3_ENDPOINT is set but ASSAY_SPOOL_URL (s3://bucket/prefix) is not',
+    );
+  }
+  if (s3Endpoint !== '') {
+    let url: URL | null = null;
+    try {
+      url = new URL(s3Endpoint);
+    } catch {}
+    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new ConfigError(`ASSAY_S3_ENDPOINT must be an http(s) URL, got "${s3Endpoint}"`);
+    }
+    // Credentials belong to the SDK's chain (AWS_ACCESS_KEY_ID…), where they are never logged.
+    if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+      throw new ConfigError('ASSAY_S3_ENDPOINT must not hold credentials, a query or a fragment');
+    }
+  }
+  if (!/^[a-z0-9-]{1,32}$/.test(s3Region)) {
+    throw new ConfigError(
+      `ASSAY_S3_REGION must be a region name like eu-west-1, got "${s3Region}"`,
+    );
+  }
+  return { spoolDir: spoolDir === '' ? '' : resolve(spoolDir), spoolUrl, s3Endpoint, s3Region };
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
@@ -302,6 +374,8 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'ASSAY_HOST'),
     port: integer(env, 'ASSAY_PORT', 0, 65535),
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
+    databaseUrl: databaseUrl(env),
+    databasePoolSize: integer(env, 'ASSAY_DATABASE_POOL_SIZE', 1, 1000),
     publicUrl: baseUrl(env, 'ASSAY_PUBLIC_URL'),
     // clamd's own stream limit sits below 4 GB; keep ours well inside it.
     maxFileSize: integer(env, 'ASSAY_MAX_FILE_SIZE', 1, 2 * 1024 * 1024 * 1024),
@@ -341,6 +415,7 @@ export function loadConfig(env: Env = process.env): Config {
     accountJobConcurrency: accountJobConcurrency(env),
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
+    ...spoolLocation(env),
     maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),
     maxConnectionsPerAddress: integer(env, 'ASSAY_MAX_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
     headerTimeoutMs: integer(env, 'ASSAY_HEADER_TIMEOUT', 1, 3_600) * 1000,

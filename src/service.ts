@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
+import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
@@ -20,8 +21,8 @@ import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import { openStore } from './store/open-store.js';
 import { Spool } from './store/spool.js';
-import { openSqliteStore } from './store/store.js';
 
 /** Callback deliveries in flight in all (each destination also has its own limit). */
 const CALLBACK_CONCURRENCY = 16;
@@ -100,7 +101,9 @@ export async function startService(
   logger = createLogger(config),
   testHooks: ServiceTestHooks = {},
 ): Promise<RunningService> {
-  const store = await openSqliteStore(config.dataDir);
+  const store = await openStore(config, (error) =>
+    logger.warn({ err: error }, 'database connection lost'),
+  );
   const accounts = new AccountService(store);
   if (config.bootstrapCredentials !== null) {
     const { keyId, secret } = config.bootstrapCredentials;
@@ -111,8 +114,16 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
+  // Other processes may share a PostgreSQL store: their limits must be the same buckets.
+  const requestLimits = createRequestLimits(
+    store,
+    config.authFailureLimit,
+    config.databaseUrl !== '',
+    logger.child({ component: 'limits' }),
+  );
   let spoolSweeper: SpoolSweeper | null = null;
   const release = async () => {
+    await requestLimits.stop();
     await tokenPurge.stop();
     await spoolSweeper?.stop();
     await Promise.all(engines.map((engine) => engine.close()));
@@ -122,6 +133,7 @@ export async function startService(
   };
   try {
     await tokenPurge.start();
+    await requestLimits.start();
     managedClamd = await startClamd(config, logger);
     const clamd = new ClamdClient(
       managedClamd?.address ??
@@ -198,6 +210,7 @@ export async function startService(
         config,
         store,
         accounts,
+        requestLimits,
         processor,
         clamd,
         spool,

@@ -5,6 +5,11 @@ export const SETTINGS = {
   ASSAY_HOST: { default: '127.0.0.1', doc: 'Address to listen on.' },
   ASSAY_PORT: { default: '4000', doc: 'Port to listen on (0 picks a free port).' },
   ASSAY_DATA_DIR: { default: './data', doc: 'Database, clamd config and socket, spool.' },
+  ASSAY_DATABASE_URL: {
+    default: '',
+    doc: '`postgres://user:password@host:port/database`: PostgreSQL; empty: SQLite in the data dir.',
+  },
+  ASSAY_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL connections of each process.' },
   ASSAY_PUBLIC_URL: {
     default: '',
     doc: 'Base URL (http(s), may end in a path the proxy strips) of every `Location`; when set, Host and X-Forwarded-* are not read for URLs.',
@@ -124,6 +129,19 @@ export const SETTINGS = {
     default: '10',
     doc: 'Seconds a new connection may take to send a complete request head; then it is closed.',
   },
+  ASSAY_SPOOL_DIR: {
+    default: '',
+    doc: 'Directory of async content (shared by every worker); default: `spool` in ASSAY_DATA_DIR.',
+  },
+  ASSAY_SPOOL_URL: {
+    default: '',
+    doc: '`s3://bucket/prefix`: async content in an S3 bucket instead of a directory.',
+  },
+  ASSAY_S3_ENDPOINT: {
+    default: '',
+    doc: 'URL of an S3-compatible server for ASSAY_SPOOL_URL (path-style); default: AWS.',
+  },
+  ASSAY_S3_REGION: { default: 'us-east-1', doc: 'Region of the ASSAY_SPOOL_URL bucket.' },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -74,7 +74,20 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_REQUEST_IDLE_TIMEOUT', 'soon'],
     ['ASSAY_SYNC_CONCURRENCY', '0'],
     ['ASSAY_ACCOUNT_SYNC_CONCURRENCY', '0'],
+    ['ASSAY_DATABASE_URL', 'mysql://db/assay'],
+    ['ASSAY_DATABASE_URL', 'db.internal/assay'],
+    ['ASSAY_DATABASE_POOL_SIZE', '0'],
   ];
+  test('a bad database URL is refused without echoing it (it may hold a password)', () => {
+    assert.throws(
+      () => loadConfig({ ASSAY_DATABASE_URL: 'postgres//assay:hunter2@db/assay' }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes('ASSAY_DATABASE_URL') &&
+        !error.message.includes('hunter2'),
+    );
+  });
+
   for (const [name, value] of bad) {
     test(`${name}=${value} is refused with a message naming the variable`, () => {
       assert.throws(
@@ -116,6 +129,63 @@ describe('configuration from ASSAY_* variables', () => {
     assert.throws(
       () => loadConfig({ ASSAY_TLS_CERT: '/etc/hostname', ASSAY_TLS_KEY: '/etc/hostname' }),
       /not a usable PEM pair/,
+    );
+  });
+
+  test('spool location: a directory or an S3 bucket, each checked', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.spoolDir, '');
+    assert.equal(defaults.spoolUrl, '');
+    assert.equal(defaults.s3Endpoint, '');
+    assert.equal(defaults.s3Region, 'us-east-1');
+    assert.equal(
+      loadConfig({ ASSAY_SPOOL_DIR: '/mnt/shared/spool/' }).spoolDir,
+      '/mnt/shared/spool',
+    );
+    const s3 = loadConfig({
+      ASSAY_SPOOL_URL: 's3://assay-spool/eu/prod',
+      ASSAY_S3_ENDPOINT: 'https://s3.example.net:9000',
+      ASSAY_S3_REGION: 'eu-west-1',
+    });
+    assert.equal(s3.spoolUrl, 's3://assay-spool/eu/prod');
+    assert.equal(s3.s3Endpoint, 'https://s3.example.net:9000');
+    assert.equal(s3.s3Region, 'eu-west-1');
+    const refused: Array<[Record<string, string>, RegExp]> = [
+      [{ ASSAY_SPOOL_URL: 'http://assay-spool/x' }, /^ASSAY_SPOOL_URL must be s3:\/\/bucket/],
+      [{ ASSAY_SPOOL_URL: 's3://' }, /^ASSAY_SPOOL_URL has an invalid bucket name ""/],
+      [{ ASSAY_SPOOL_URL: 's3://Bad_Bucket/x' }, /^ASSAY_SPOOL_URL has an invalid bucket name/],
+      [{ ASSAY_SPOOL_URL: 's3://assay-spool/a/../b' }, /^ASSAY_SPOOL_URL has an invalid prefix/],
+      [{ ASSAY_SPOOL_URL: 's3://assay-spool/x?versionId=1' }, /^ASSAY_SPOOL_URL must be s3:/],
+      [
+        { ASSAY_SPOOL_URL: 's3://assay-spool', ASSAY_SPOOL_DIR: '/mnt/spool' },
+        /ASSAY_SPOOL_DIR and ASSAY_SPOOL_URL are exclusive/,
+      ],
+      [
+        { ASSAY_S3_ENDPOINT: 'http://127.0.0.1:9000' },
+        /^ASSAY_S3_ENDPOINT is set but ASSAY_SPOOL_URL/,
+      ],
+      [
+        { ASSAY_SPOOL_URL: 's3://assay-spool', ASSAY_S3_ENDPOINT: 'ftp://127.0.0.1' },
+        /^ASSAY_S3_ENDPOINT must be an http\(s\) URL/,
+      ],
+      [
+        { ASSAY_SPOOL_URL: 's3://assay-spool', ASSAY_S3_ENDPOINT: 'http://key:secret@127.0.0.1' },
+        /^ASSAY_S3_ENDPOINT must not hold credentials/,
+      ],
+      [{ ASSAY_S3_REGION: 'EU West' }, /^ASSAY_S3_REGION must be a region name/],
+    ];
+    for (const [env, message] of refused) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && message.test(error.message),
+        JSON.stringify(env),
+      );
+    }
+    // A refused endpoint's credentials are not echoed.
+    assert.throws(
+      () =>
+        loadConfig({ ASSAY_SPOOL_URL: 's3://assay-spool', ASSAY_S3_ENDPOINT: 'http://k:secret@h' }),
+      (error: unknown) => error instanceof Error && !error.message.includes('secret'),
     );
   });
 

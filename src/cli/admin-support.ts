@@ -1,8 +1,9 @@
 import { InvalidArgumentError } from 'commander';
 import { AccountService } from '../accounts/account-service.js';
 import { loadConfig } from '../config.js';
+import { openStore } from '../store/open-store.js';
 import { DETECTION_CATEGORIES, type DetectionCategory } from '../store/records.js';
-import { openSqliteStore, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 
 export function nonNegativeInteger(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number >= 0');
@@ -15,7 +16,7 @@ export function collect(value: string, previous: string[]): string[] {
 
 /** Opens the store of ASSAY_DATA_DIR for one command and always closes it. */
 export async function withStore(action: (store: Store, accounts: AccountService) => Promise<void>) {
-  const store = await openSqliteStore(loadConfig().dataDir);
+  const store = await openStore(loadConfig());
   try {
     await action(store, new AccountService(store));
   } finally {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerAccountCommands } from './admin-accounts.js';
 import { registerKeyCommands } from './admin-keys.js';
+import { registerMigrateStoreCommand } from './admin-migrate-store.js';
 
 /** `assay admin …`: accounts, users, keys and tokens, straight on the store of ASSAY_DATA_DIR. */
 export function registerAdminCommands(program: Command): void {
@@ -9,4 +10,5 @@ export function registerAdminCommands(program: Command): void {
     .description('manage accounts, users, API keys and tokens in the store of ASSAY_DATA_DIR');
   registerAccountCommands(admin);
   registerKeyCommands(admin);
+  registerMigrateStoreCommand(admin);
 }

@@ -1,4 +1,5 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
+import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
 import type { ClamdClient } from '../engines/clamav/clamd-client.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
@@ -14,6 +15,8 @@ export interface Services {
   config: Config;
   store: Store;
   accounts: AccountService;
+  /** Keys' rate limits and failed authentications per address. */
+  requestLimits: RequestLimits;
   processor: ContentProcessor;
   clamd: ClamdClient;
   spool: Spool;

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 // Portable column types: booleans as 0/1 integers, dates as ISO 8601 text, JSON as text, so the
 // same queries run on SQLite and PostgreSQL.
 
@@ -77,8 +79,9 @@ export interface JobsTable {
 }
 
 export interface TraceEventsTable {
+  /** Assigned by the database, increasing in the order events are written (all files share it). */
+  seq: Generated<number>;
   file_id: string;
-  seq: number;
   timestamp: string;
   message: string;
 }
@@ -119,6 +122,15 @@ export interface UsersTable {
   last_login_date: string | null;
 }
 
+export interface RateBucketsTable {
+  name: string;
+  tokens: number;
+  /** Milliseconds since the epoch. */
+  updated_at: number;
+  rate: number;
+  burst: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -128,4 +140,5 @@ export interface Database {
   callback_deliveries: CallbackDeliveriesTable;
   tokens: TokensTable;
   users: UsersTable;
+  rate_buckets: RateBucketsTable;
 }

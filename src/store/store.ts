@@ -1,20 +1,7 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
-import {
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  type SqliteDatabase,
-  SqliteDialect,
-  type SqliteStatement,
-  sql,
-} from 'kysely';
+import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackOutbox } from './callback-outbox.js';
-import { syncFileData } from './disk-sync.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
@@ -27,6 +14,9 @@ import * as jobLeases from './migrations/0007-job-leases.js';
 import * as jobSize from './migrations/0008-job-size.js';
 import * as accountActive from './migrations/0009-account-active.js';
 import * as jobCredit from './migrations/0010-job-credit.js';
+import * as traceOrder from './migrations/0012-trace-order.js';
+import * as rateBuckets from './migrations/0013-rate-buckets.js';
+import { RateBucketRepository } from './rate-buckets.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -44,6 +34,8 @@ const migrations: Record<string, Migration> = {
   '0008-job-size': jobSize,
   '0009-account-active': accountActive,
   '0010-job-credit': jobCredit,
+  '0012-trace-order': traceOrder,
+  '0013-rate-buckets': rateBuckets,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -62,6 +54,7 @@ export class Store {
   readonly callbacks: CallbackOutbox;
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
+  readonly rateBuckets: RateBucketRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
@@ -79,6 +72,7 @@ export class Store {
     this.callbacks = new CallbackOutbox(db);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
+    this.rateBuckets = new RateBucketRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */
@@ -115,51 +109,4 @@ export class Store {
   async close(): Promise<void> {
     await this.db.destroy();
   }
-}
-
-const STATEMENT_CACHE_SIZE = 256;
-
-/**
- * Kysely prepares every query anew; preparing costs more than running a small one, so statements
- * are kept by their SQL text. Queries are built from a fixed set of shapes, so the cache stays
- * small; the bound only guards against an unforeseen stream of distinct texts.
- */
-function withStatementCache(database: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>();
-  return {
-    close: () => database.close(),
-    prepare(text: string): SqliteStatement {
-      let statement = statements.get(text);
-      if (statement === undefined) {
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
-        statement = database.prepare(text);
-        statements.set(text, statement);
-      }
-      return statement;
-    },
-  };
-}
-
-/** Opens (creating if needed) the embedded SQLite database in the data dir and migrates it. */
-export async function openSqliteStore(dataDir: string): Promise<Store> {
-  mkdirSync(dataDir, { recursive: true });
-  const database = new SQLite(join(dataDir, 'assay.db'));
-  // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode
-  // and does not sync at commit. A durable transaction syncs the WAL after its commit instead
-  // (what synchronous=FULL does at commit), on libuv's threads: better-sqlite3's own sync would
-  // block the event loop, and every other request with it. SQLite syncs the data dir itself when
-  // it creates the WAL (checked with strace).
-  database.pragma('journal_mode = WAL');
-  database.pragma('synchronous = NORMAL');
-  database.pragma('busy_timeout = 5000');
-  database.pragma('foreign_keys = ON');
-  const walPath = `${database.name}-wal`;
-  const store = new Store(
-    new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(database) }),
-    }),
-    () => syncFileData(walPath),
-  );
-  await store.migrate();
-  return store;
 }

@@ -13,27 +13,14 @@ export class TraceRepository {
     await this.appendAll(fileId, [{ timestamp, message }]);
   }
 
-  /** Appends several events in order with one lookup and one insert, in one transaction. */
+  /** Appends several events in order, in one insert: `seq` is assigned by the database. */
   async appendAll(fileId: string, events: readonly TraceEvent[]): Promise<void> {
     if (events.length === 0) return;
-    if (!this.db.isTransaction) {
-      await this.db
-        .transaction()
-        .execute((trx) => new TraceRepository(trx).appendAll(fileId, events));
-      return;
-    }
-    const last = await this.db
-      .selectFrom('trace_events')
-      .select((eb) => eb.fn.max('seq').as('seq'))
-      .where('file_id', '=', fileId)
-      .executeTakeFirst();
-    const base = Number(last?.seq ?? 0);
     await this.db
       .insertInto('trace_events')
       .values(
-        events.map((event, index) => ({
+        events.map((event) => ({
           file_id: fileId,
-          seq: base + index + 1,
           timestamp: event.timestamp,
           message: event.message,
         })),

@@ -4,13 +4,15 @@ import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openSqliteStore } from '../../src/store/store.js';
+import { loadConfig } from '../../src/config.js';
+import { openStore } from '../../src/store/open-store.js';
 import { startServe } from '../helpers/cli.js';
 import { pollResult } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { failWrites } from '../helpers/failing-writes.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 
@@ -207,7 +209,7 @@ describe('jobs that end the process, and a store that refuses writes', () => {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_ENGINE_RETRY_MS: '100',
     });
-    const store = await openSqliteStore(dataDir);
+    const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
     t.after(() => store.close());
     // The result, every trace line but the submission's, and putting the job back all fail: the
     // job runner's recording and then its error handling (a full disk does this).

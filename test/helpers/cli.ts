@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
+import { storeEnv } from './test-database.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -31,7 +32,12 @@ export async function startServe(
     'serve',
   ];
   const child = spawn(command, args, {
-    env: { ...process.env, ASSAY_PORT: '0', ...env },
+    env: {
+      ...process.env,
+      ASSAY_PORT: '0',
+      ...(env.ASSAY_DATA_DIR === undefined ? {} : storeEnv(env.ASSAY_DATA_DIR)),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true,
   });
@@ -61,9 +67,20 @@ export async function startServe(
 }
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. */
-export function assayCli(dataDir: string, args: string[], input?: string) {
+export function assayCli(
+  dataDir: string,
+  args: string[],
+  input?: string,
+  /** Variables over the data dir's own, e.g. another ASSAY_DATABASE_URL. */
+  env: Record<string, string> = {},
+) {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { ...process.env, ASSAY_DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      ASSAY_DATA_DIR: dataDir,
+      ...(env.ASSAY_DATABASE_URL === undefined ? storeEnv(dataDir) : {}),
+      ...env,
+    },
     encoding: 'utf8',
     timeout: 30_000,
     input,

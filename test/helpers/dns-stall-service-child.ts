@@ -16,7 +16,8 @@ import { pino } from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { startService } from '../../src/service.js';
-import { openSqliteStore } from '../../src/store/store.js';
+// SQLite: the private network namespace this runs in has no PostgreSQL.
+import { openSqliteStore } from '../../src/store/dialects/sqlite.js';
 
 const UNRESOLVABLE = Number(process.env.UNRESOLVABLE ?? '40');
 

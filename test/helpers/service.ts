@@ -7,7 +7,9 @@ import { AccountService } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
-import { openSqliteStore, type Store } from '../../src/store/store.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
+import { storeEnv } from './test-database.js';
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -100,7 +102,7 @@ export function basic(user: string, password: string): string {
 }
 
 /**
- * Builds and starts the real service (real HTTP on a free port, real SQLite in a fresh data dir)
+ * Builds and starts the real service (real HTTP on a free port, a fresh data dir and database: SQLite, or PostgreSQL with ASSAY_TEST_STORE=postgres)
  * with one account and key; stopped and removed when the test ends. `hooks` inject faults.
  */
 export async function buildService(
@@ -111,9 +113,15 @@ export async function buildService(
   /** Runs on the data dir and its migrated store before the service starts. */
   beforeStart?: (dataDir: string, store: Store) => Promise<void>,
 ): Promise<TestService> {
-  const dataDir = tempDir();
-  const config = loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: dataDir, ...env });
-  const store = await openSqliteStore(dataDir);
+  // A data dir given in `env` is another service's (a restart): its store is that service's too.
+  const dataDir = env.ASSAY_DATA_DIR ?? tempDir();
+  const config = loadConfig({
+    ASSAY_PORT: '0',
+    ASSAY_DATA_DIR: dataDir,
+    ...storeEnv(dataDir),
+    ...env,
+  });
+  const store = await openStore(config);
   const accounts = new AccountService(store);
   const createAccountKey = async () => {
     const account = await accounts.createAccount({ name: 'Test account' });

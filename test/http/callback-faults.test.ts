@@ -2,9 +2,9 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
 import { capturedLogger, traceMessages, verifySignature } from '../helpers/callbacks.js';
 import { uploadForm } from '../helpers/content.js';
+import { deleteUnchecked, failWrites } from '../helpers/failing-writes.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 
@@ -71,8 +71,7 @@ describe('callback faults', () => {
     const id = await uploadWithCallback(svc, `${receiver.url}/hook`);
     await receiver.waitFor(1, 10_000);
     // Removed behind the service's back, as an account deletion racing a delivery would.
-    await sql`pragma foreign_keys = OFF`.execute(svc.store.db);
-    await svc.store.db.deleteFrom('accounts').where('id', '=', svc.accountId).execute();
+    await deleteUnchecked(svc.store.db, 'accounts', svc.accountId);
     await eventually('the delivery to be given up', async () => {
       const [delivery] = await svc.store.callbacks.listForFile(id);
       return delivery?.state === 'failed';
@@ -93,15 +92,19 @@ describe('callback faults', () => {
     const receiver = await startLocalServer((_request, response) => response.end());
     t.after(() => receiver.close());
     // Writes that fail as on a full disk: settling one delivery, and another one's trace line.
-    await sql
-      .raw(`create trigger broken_settle before update of last_error on callback_deliveries
-        when old.url like '%/broken-settle' begin select raise(abort, 'injected write failure'); end`)
-      .execute(svc.store.db);
-    await sql
-      .raw(`create trigger broken_trace before insert on trace_events
-        when new.message like 'callback attempt % to %/broken-trace: delivered%'
-        begin select raise(abort, 'injected write failure'); end`)
-      .execute(svc.store.db);
+    await failWrites(svc.store.db, [
+      {
+        table: 'callback_deliveries',
+        on: 'UPDATE',
+        columns: ['last_error'],
+        when: "OLD.url LIKE '%/broken-settle'",
+      },
+      {
+        table: 'trace_events',
+        on: 'INSERT',
+        when: "NEW.message LIKE 'callback attempt % to %/broken-trace: delivered%'",
+      },
+    ]);
 
     await uploadWithCallback(svc, `${receiver.url}/broken-settle`);
     await receiver.waitFor(1, 10_000);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
-import { sql } from 'kysely';
 import { uploadForm } from '../helpers/content.js';
+import { failWrites } from '../helpers/failing-writes.js';
 import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
@@ -140,13 +140,14 @@ describe("server failures are not the client's", () => {
     const svc = await buildService(t, env(), log.logger);
     // A deliberately failing store: its error reads like SQLite's for a corrupt database, whose
     // words ("malformed") once made the error handler blame the client's multipart body.
-    for (const table of ['files', 'jobs']) {
-      await sql
-        .raw(
-          `CREATE TRIGGER fail_${table} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'database disk image is malformed'); END`,
-        )
-        .execute(svc.store.db);
-    }
+    await failWrites(
+      svc.store.db,
+      (['files', 'jobs'] as const).map((table) => ({
+        table,
+        on: 'INSERT',
+        message: 'database disk image is malformed',
+      })),
+    );
     const uploads: Array<[string, () => RequestInit]> = [
       ['/v2.2/files', () => ({ body: uploadForm('sync') })],
       ['/v2.2/files/async', () => ({ body: uploadForm('async') })],

@@ -9,6 +9,7 @@ import { startService } from '../../src/service.js';
 import { randomContent, sha1 } from '../helpers/content.js';
 import { FORMATS, type LegacyFormat, legacyRequest, UUID } from '../helpers/legacy.js';
 import { buildService, quietLogger, useSharedClamd } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
@@ -110,7 +111,12 @@ describe('v1.0 POST /api/scan/', () => {
     const requestId = scanned.body.request_id ?? '';
     await svc.service.stop();
     const restarted = await startService(
-      loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: svc.dataDir, ...env() }),
+      loadConfig({
+        ASSAY_PORT: '0',
+        ASSAY_DATA_DIR: svc.dataDir,
+        ...storeEnv(svc.dataDir),
+        ...env(),
+      }),
       quietLogger,
     );
     try {

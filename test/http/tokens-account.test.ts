@@ -8,6 +8,7 @@ import { startService } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
 import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
@@ -167,7 +168,12 @@ describe('temporary tokens', () => {
 
     const log = capturedLogger('info');
     const restarted = await startService(
-      loadConfig({ ASSAY_PORT: '0', ASSAY_DATA_DIR: svc.dataDir, ...env() }),
+      loadConfig({
+        ASSAY_PORT: '0',
+        ASSAY_DATA_DIR: svc.dataDir,
+        ...storeEnv(svc.dataDir),
+        ...env(),
+      }),
       log.logger,
     );
     try {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../accounts/account-service.js';
-import { type RateDecision, TokenBuckets } from '../../accounts/rate-limiter.js';
+import type { RateDecision } from '../../accounts/rate-limiter.js';
 import { BalanceSpentError } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
 import { failureBucketOf } from './client-address.js';
@@ -31,16 +31,15 @@ export function parseBasic(header: string | undefined): { user: string; password
  * cannot go fast.
  */
 export const authentication = fp(async (app: FastifyInstance) => {
-  const { rateLimit, authFailureLimit } = app.services.config;
-  const keyBuckets = new TokenBuckets();
-  const failureBuckets = new TokenBuckets();
+  const { rateLimit } = app.services.config;
+  const limits = app.services.requestLimits;
 
   app.decorateRequest('principal', null);
   app.decorate(
     'authenticate',
     async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const client = failureBucketOf(request.ip);
-      const failures = failureBuckets.peek(client, authFailureLimit);
+      const failures = limits.failuresAllowed(client);
       if (!failures.allowed) {
         throw tooManyRequests(failures, 'too many failed authentications from this address');
       }
@@ -51,7 +50,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
           : await app.services.accounts.authenticate(credentials.user, credentials.password);
       if (principal === null) {
         // A request without credentials is a client asking for the challenge, not a guess.
-        if (credentials !== null) failureBuckets.take(client, authFailureLimit);
+        if (credentials !== null) await limits.recordFailure(client);
         throw unauthorized(
           credentials === null
             ? 'authentication required: HTTP Basic with an API key and secret'
@@ -59,7 +58,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
         );
       }
       const limit = principal.rateLimit ?? rateLimit;
-      const decision = keyBuckets.take(principal.keyId, limit);
+      const decision = await limits.takeKeyRequest(principal.keyId, limit);
       if (limit.rate > 0) {
         reply.header('x-ratelimit-limit', decision.limit);
         reply.header('x-ratelimit-remaining', decision.remaining);

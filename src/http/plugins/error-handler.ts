@@ -9,6 +9,7 @@ import {
   SpoolQuotaExceededError,
 } from '../../processing/errors.js';
 import { isDiskFull } from '../../store/spool.js';
+import { isStoreUnavailable } from '../../store/store-errors.js';
 import { HttpError } from '../http-error.js';
 import { isLegacyPath, legacyPrefix } from '../legacy-path.js';
 import { MAX_FORM_BYTES } from '../request-body.js';
@@ -21,6 +22,9 @@ export interface ClientError {
 
 /** Async work held in the spool takes a while to finish: retrying sooner would only be refused. */
 const SPOOL_FULL_RETRY_SECONDS = 30;
+
+/** A database restart usually takes seconds. */
+const STORE_RETRY_SECONDS = 5;
 
 /** Maps every failure to a status code and a `{"error"}` body; unknown errors become a bare 500. */
 function classify(error: FastifyError | Error): ClientError | null {
@@ -48,6 +52,14 @@ function classify(error: FastifyError | Error): ClientError | null {
       statusCode: 507,
       message: 'the service has no disk space left for new work: retry later',
       headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
+  }
+  // The database is restarting or out of reach: nothing was recorded; retry shortly.
+  if (isStoreUnavailable(error)) {
+    return {
+      statusCode: 503,
+      message: 'the service cannot reach its database: retry later',
+      headers: { 'retry-after': String(STORE_RETRY_SECONDS) },
     };
   }
   const code = (error as FastifyError).code;

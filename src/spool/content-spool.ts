@@ -1,0 +1,51 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Where async content waits for its job: the data directory, a shared directory or an S3 bucket.
+ * Jobs store the key, never where it lives, so any process with the same spool can read it.
+ * The local Spool (src/store/spool.ts) and S3Spool both satisfy this.
+ */
+export interface ContentSpool {
+  /** For logs: the directory or `s3://bucket/prefix at endpoint`; never a credential. */
+  readonly describe: string;
+
+  /** Prepares the backend (creates the directory, checks the bucket); fails clearly if unusable. */
+  init(): Promise<void>;
+
+  /**
+   * Stores the content under `key` (a job id) as it streams, never whole in memory. Throws
+   * SpoolTooLargeError past `maxBytes`; a write that fails leaves nothing behind. `durable: false`
+   * allows skipping syncs for content that is worthless after a crash.
+   */
+  write(
+    key: string,
+    source: AsyncIterable<Buffer>,
+    maxBytes: number,
+    options?: { durable?: boolean },
+  ): Promise<{ key: string; size: number }>;
+
+  /** The content of `key`, fetched lazily; a missing key or a backend failure errors the stream. */
+  read(key: string): Readable;
+
+  /** Removes `key`; removing a missing key succeeds. */
+  remove(key: string): Promise<void>;
+
+  /**
+   * Removes content older than `graceMs` whose key `isReferenced` does not know (left by a
+   * submission or process that died between the write and the job's commit); younger content may
+   * be an upload in progress.
+   */
+  removeOrphans(
+    graceMs: number,
+    isReferenced: (key: string) => Promise<boolean>,
+  ): Promise<{ files: number; bytes: number }>;
+
+  /** Whether a write found the backend full and it still is (object storage: never). */
+  diskFull(uploadBytes: number): Promise<boolean>;
+
+  /** Whether `bytes` more fit (object storage: always). */
+  hasRoom(bytes: number): Promise<boolean>;
+
+  /** A write beside the spool (the store's) found the disk full. */
+  noteDiskFull(): void;
+}

@@ -1,0 +1,50 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../schema.js';
+import { Store } from '../store.js';
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/**
+ * pg hands back `bigint` (and the `numeric` of a SUM over one) as strings, to keep precision.
+ * Every such column here holds counts, bytes or credits, far below 2^53: numbers, as on SQLite.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+export interface PostgresStoreOptions {
+  /** Connections in the pool. */
+  poolSize: number;
+  /** Errors of idle connections (the server restarted, the network dropped): logged, not fatal. */
+  onConnectionError: (error: Error) => void;
+}
+
+/** Opens the PostgreSQL database at `url` and migrates it (Kysely's migrator holds a lock). */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresStoreOptions,
+): Promise<Store> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize,
+    types,
+    // A request waits at most this long for a connection; a server that is down answers at once.
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client's error is emitted on the pool: unhandled, it would end the process.
+  pool.on('error', options.onConnectionError);
+  const store = new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }));
+  try {
+    await store.migrate();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
+}

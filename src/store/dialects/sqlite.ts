@@ -1,0 +1,54 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
+import { syncFileData } from '../disk-sync.js';
+import type { Database } from '../schema.js';
+import { Store } from '../store.js';
+
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running a small one, so statements
+ * are kept by their SQL text. Queries are built from a fixed set of shapes, so the cache stays
+ * small; the bound only guards against an unforeseen stream of distinct texts.
+ */
+function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
+  return {
+    close: () => database.close(),
+    prepare(text: string): SqliteStatement {
+      let statement = statements.get(text);
+      if (statement === undefined) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        statement = database.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+/** Opens (creating if needed) the embedded SQLite database in the data dir and migrates it. */
+export async function openSqliteStore(dataDir: string): Promise<Store> {
+  mkdirSync(dataDir, { recursive: true });
+  const database = new SQLite(join(dataDir, 'assay.db'));
+  // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode
+  // and does not sync at commit. A durable transaction syncs the WAL after its commit instead
+  // (what synchronous=FULL does at commit), on libuv's threads: better-sqlite3's own sync would
+  // block the event loop, and every other request with it. SQLite syncs the data dir itself when
+  // it creates the WAL (checked with strace).
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  const walPath = `${database.name}-wal`;
+  const store = new Store(
+    new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+    }),
+    () => syncFileData(walPath),
+  );
+  await store.migrate();
+  return store;
+}

@@ -1,0 +1,23 @@
+import { openPostgresStore } from './dialects/postgres.js';
+import { openSqliteStore } from './dialects/sqlite.js';
+import type { Store } from './store.js';
+
+export interface StoreSettings {
+  /** SQLite's file lives here when no database URL is given. */
+  dataDir: string;
+  /** `postgres://…`: PostgreSQL; empty: the embedded SQLite database. */
+  databaseUrl: string;
+  databasePoolSize: number;
+}
+
+/** The one place that picks a dialect: everything else sees a `Store`. */
+export function openStore(
+  settings: StoreSettings,
+  onConnectionError: (error: Error) => void = () => {},
+): Promise<Store> {
+  if (settings.databaseUrl === '') return openSqliteStore(settings.dataDir);
+  return openPostgresStore(settings.databaseUrl, {
+    poolSize: settings.databasePoolSize,
+    onConnectionError,
+  });
+}

@@ -1,0 +1,49 @@
+/**
+ * Errors that mean the database cannot be reached or cannot take work right now (a PostgreSQL
+ * restart, a dropped network, a full pool; SQLite locked past its busy timeout): the request is
+ * worth retrying, so it is a 503, never a 500, and a job waits instead of failing.
+ */
+const UNAVAILABLE_CODES = new Set([
+  // The network, as node reports it.
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // PostgreSQL: shutting down, restarting, not accepting connections yet, too many connections.
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  // SQLite: another writer held the database past busy_timeout.
+  'SQLITE_BUSY',
+]);
+
+/** pg's and pg-pool's own errors for a lost or unobtainable connection carry no code. */
+const DRIVER_MESSAGES = [
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+];
+
+export class StoreUnavailableError extends Error {}
+
+export function isStoreUnavailable(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current instanceof StoreUnavailableError) return true;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) {
+      return true;
+    }
+    if (DRIVER_MESSAGES.includes(current.message)) return true;
+    // AggregateError: a connect to every address of a name failed.
+    if (current instanceof AggregateError && current.errors.some(isStoreUnavailable)) return true;
+    current = current.cause;
+  }
+  return false;
+}
