@@ -24,8 +24,6 @@ import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { openStore } from './store/open-store.js';
 import { Spool } from './store/spool.js';
 
-/** Callback deliveries in flight in all (each destination also has its own limit). */
-const CALLBACK_CONCURRENCY = 16;
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
 
@@ -170,7 +168,8 @@ export async function startService(
           connectTimeoutMs: 5_000,
           totalTimeoutMs: 15_000,
         },
-        concurrency: CALLBACK_CONCURRENCY,
+        concurrency: config.callbackConcurrency,
+        accountConcurrency: config.accountCallbackConcurrency,
         destinationConcurrency: config.callbackDestinationConcurrency,
         retryBaseMs: config.callbackRetryBaseMs,
         maxAgeMs: config.callbackMaxAgeMs,
@@ -192,6 +191,8 @@ export async function startService(
       {
         concurrency: config.jobConcurrency,
         accountConcurrency: config.accountJobConcurrency,
+        downloadConcurrency: config.fetchConcurrency,
+        accountDownloadConcurrency: config.accountFetchConcurrency,
         engineRetryMs: config.engineRetryMs,
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,

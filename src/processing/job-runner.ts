@@ -1,19 +1,27 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Job } from '../store/records.js';
+import type { Job, JobStage, TraceEvent } from '../store/records.js';
 import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
-import { type JobScanOptions, scanJob, submissionOf } from './job-work.js';
+import { downloadJob, type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
 
 export interface JobRunnerOptions extends JobScanOptions {
+  /** Scans at once in this process (ASSAY_JOB_CONCURRENCY). */
   concurrency: number;
-  /** Jobs of one account in flight at most, so other accounts always find a free slot. */
+  /** Scans of one account at once in every process, so other accounts always find a free slot. */
   accountConcurrency: number;
+  /** Fetch downloads at once in this process (ASSAY_FETCH_CONCURRENCY): never a scanning slot. */
+  downloadConcurrency: number;
+  /**
+   * Fetches of one account downloading, or downloaded and not yet scanned, in every process: its
+   * downloads cannot take every download slot, nor run ahead of its scans and fill the disk.
+   */
+  accountDownloadConcurrency: number;
   /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
   engineRetryMs: number;
   /** Attempts (outages excepted) after which a job ends as an error result. */
@@ -43,9 +51,13 @@ class RecordingError extends Error {}
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
  *
- * - Claims are fair: accounts with due jobs take turns, each with at most `accountConcurrency`
- *   jobs in flight. A claim is a lease in the store (renewed while the job runs), so a job whose
- *   worker died is claimed again when the lease ends, by this process or another.
+ * - Two stages, each with its own slots: a fetch is first downloaded into the spool (a download
+ *   slot: a remote that never answers or trickles holds only that), then it is scanned like an
+ *   upload (a scanning slot, taken only once the content is spooled).
+ * - Claims are fair: in each stage, accounts with due jobs take turns, each with at most its
+ *   per-account cap in flight (counted in the store, so across processes). A claim is a lease in
+ *   the store (renewed while the job runs), so a job whose worker died is claimed again when the
+ *   lease ends, by this process or another.
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
  *   `maxAttempts` instead of ending it at every start.
  * - An engine failure is probed (EngineProbe): if the engine scans other content, the item is to
@@ -57,12 +69,17 @@ class RecordingError extends Error {}
  */
 export class JobRunner {
   private readonly active = new Map<string, Promise<void>>();
+  /** Jobs of each stage running in this process. */
+  private readonly running: Record<JobStage, Set<string>> = {
+    download: new Set(),
+    scan: new Set(),
+  };
   private readonly loop: WorkLoop;
   private readonly probe: EngineProbe;
   /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
   private readonly waiting = new Set<string>();
-  /** The account served last: claims go round-robin from the next one. */
-  private lastAccount = '';
+  /** The account served last in each stage: claims go round-robin from the next one. */
+  private readonly lastAccount: Record<JobStage, string> = { download: '', scan: '' };
   private leaseTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
@@ -85,8 +102,12 @@ export class JobRunner {
    * ends.
    */
   async start(): Promise<void> {
-    const held = await this.store.jobs.inFlightByAccount(new Date().toISOString());
-    const count = [...held.values()].reduce((sum, n) => sum + n, 0);
+    const now = new Date().toISOString();
+    let count = 0;
+    for (const stage of ['download', 'scan'] as const) {
+      const held = await this.store.jobs.inFlightByAccount(stage, now);
+      count += [...held.values()].reduce((sum, n) => sum + n, 0);
+    }
     if (count > 0) {
       this.logger.info(
         { jobs: count, leaseMs: this.options.leaseMs },
@@ -141,35 +162,64 @@ export class JobRunner {
   }
 
   private async tick(): Promise<number> {
-    const free = this.options.concurrency - this.active.size;
-    if (free <= 0) return 60_000; // a finishing job wakes the loop
-    // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
-    if (await this.claimFairly(free)) return 1000;
-    const next = await this.store.jobs.nextDue();
-    if (next === null) return 1000;
-    return Math.min(1000, Date.parse(next) - Date.now());
+    let sleepMs = 60_000; // with every slot taken, a finishing job wakes the loop
+    for (const stage of ['scan', 'download'] as const) {
+      const { slots } = this.limits(stage);
+      const free = slots - this.running[stage].size;
+      if (free <= 0) continue;
+      // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
+      if (await this.claimFairly(stage, free)) {
+        sleepMs = Math.min(sleepMs, 1000);
+        continue;
+      }
+      const next = await this.store.jobs.nextDue();
+      sleepMs = Math.min(sleepMs, next === null ? 1000 : Date.parse(next) - Date.now());
+    }
+    return Math.min(sleepMs, 60_000);
+  }
+
+  private limits(stage: JobStage): { slots: number; perAccount: number } {
+    return stage === 'scan'
+      ? { slots: this.options.concurrency, perAccount: this.options.accountConcurrency }
+      : {
+          slots: this.options.downloadConcurrency,
+          perAccount: this.options.accountDownloadConcurrency,
+        };
+  }
+
+  /** Per account, what counts toward its cap in `stage`, in every process sharing the store. */
+  private async heldByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
+    const held = await this.store.jobs.inFlightByAccount(stage, now);
+    if (stage === 'scan') return held;
+    for (const [account, count] of await this.store.jobs.downloadedByAccount()) {
+      held.set(account, (held.get(account) ?? 0) + count);
+    }
+    return held;
   }
 
   /**
-   * Fills up to `free` slots, one job per account in turn (the account's oldest due job), skipping
-   * accounts at their cap. True when due jobs were left because their accounts are at the cap.
+   * Fills up to `free` slots of `stage`, one job per account in turn (the account's oldest due
+   * job), skipping accounts at their cap. True when due jobs were left because their accounts are
+   * at the cap.
    */
-  private async claimFairly(free: number): Promise<boolean> {
+  private async claimFairly(stage: JobStage, free: number): Promise<boolean> {
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + this.options.leaseMs).toISOString();
-    const inFlight = await this.store.jobs.inFlightByAccount(now);
+    const { perAccount } = this.limits(stage);
+    const held = await this.heldByAccount(stage, now);
     // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
     const passed = new Set<string>();
     while (free > 0) {
+      const last = this.lastAccount[stage];
       const next =
-        (await this.store.jobs.nextDueAfter(this.lastAccount, now)) ??
-        (this.lastAccount === '' ? null : await this.store.jobs.nextDueAfter('', now));
+        (await this.store.jobs.nextDueAfter(stage, last, now)) ??
+        (last === '' ? null : await this.store.jobs.nextDueAfter(stage, '', now));
       if (next === null) return false;
-      this.lastAccount = next.accountId;
+      this.lastAccount[stage] = next.accountId;
       if (passed.has(next.accountId)) return true;
-      const running = inFlight.get(next.accountId) ?? 0;
+      const count = held.get(next.accountId) ?? 0;
       const job =
-        running >= this.options.accountConcurrency || this.active.has(next.id)
+        count >= perAccount || this.active.has(next.id)
           ? null
           : await this.store.jobs.claim(next.id, now, leaseUntil);
       if (job === null) {
@@ -177,10 +227,12 @@ export class JobRunner {
         continue;
       }
       passed.clear();
-      inFlight.set(job.accountId, running + 1);
+      held.set(job.accountId, count + 1);
       free -= 1;
+      this.running[stage].add(job.id);
       const run = this.run(job).finally(() => {
         this.active.delete(job.id);
+        this.running[stage].delete(job.id);
         this.loop.notify();
       });
       this.active.set(job.id, run);
@@ -244,19 +296,17 @@ export class JobRunner {
     const submission = await submissionOf(this.store, job);
     let outcome: () => Promise<unknown>;
     try {
-      const { scanned, events } = await scanJob(
-        job,
-        submission,
-        this.processor,
-        this.spool,
-        this.options,
-      );
-      outcome = () =>
-        this.processor.record(scanned, submission, {
-          jobId: job.id,
-          events,
-          creditHeld: job.creditHeld === true,
-        });
+      if (job.stage === 'download') {
+        const spooled = await downloadJob(job, this.spool, this.options);
+        outcome = () => this.downloaded(job, spooled);
+      } else {
+        const scanned = await scanJob(job, submission, this.processor, this.spool, this.options);
+        outcome = () =>
+          this.processor.record(scanned, submission, {
+            jobId: job.id,
+            creditHeld: job.creditHeld === true,
+          });
+      }
     } catch (error) {
       // A failed download, or content no engine can decide on (a corrupt image, a document past
       // its caps), is the same on every retry: a finished job with an error, never clean.
@@ -279,7 +329,19 @@ export class JobRunner {
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });
     }
-    await this.removeSpool(job);
+    // A downloaded fetch keeps its file for the scan; everything else is done with it.
+    if (job.stage !== 'download') await this.removeSpool(job);
+  }
+
+  /** The download is in the spool: the job waits for a scanning slot, its trace saying so. */
+  private async downloaded(
+    job: Job,
+    spooled: { path: string; size: number; downloaded: TraceEvent },
+  ): Promise<void> {
+    await this.store.transaction(async (store) => {
+      await store.trace.append(job.id, spooled.downloaded.message, spooled.downloaded.timestamp);
+      await store.jobs.downloaded(job.id, spooled, new Date().toISOString());
+    });
   }
 
   /** False when the engine shares the data dir's disk and that disk cannot hold the content. */
