@@ -189,10 +189,10 @@ export async function startService(
       spool,
       processor,
       {
-        concurrency: config.jobConcurrency,
-        accountConcurrency: config.accountJobConcurrency,
-        downloadConcurrency: config.fetchConcurrency,
-        accountDownloadConcurrency: config.accountFetchConcurrency,
+        stages: {
+          scan: { slots: config.jobConcurrency, perAccount: config.accountJobConcurrency },
+          download: { slots: config.fetchConcurrency, perAccount: config.accountFetchConcurrency },
+        },
         engineRetryMs: config.engineRetryMs,
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,

@@ -5,23 +5,19 @@ import type { Spool } from '../store/spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
+import { FairClaims, type StageLimits } from './fair-claims.js';
 import { downloadJob, type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
 
 export interface JobRunnerOptions extends JobScanOptions {
-  /** Scans at once in this process (ASSAY_JOB_CONCURRENCY). */
-  concurrency: number;
-  /** Scans of one account at once in every process, so other accounts always find a free slot. */
-  accountConcurrency: number;
-  /** Fetch downloads at once in this process (ASSAY_FETCH_CONCURRENCY): never a scanning slot. */
-  downloadConcurrency: number;
   /**
-   * Fetches of one account downloading, or downloaded and not yet scanned, in every process: its
-   * downloads cannot take every download slot, nor run ahead of its scans and fill the disk.
+   * Slots in this process and per-account caps (in all processes) of each stage: `scan`
+   * (ASSAY_JOB_CONCURRENCY, ASSAY_ACCOUNT_JOB_CONCURRENCY) and `download` (ASSAY_FETCH_CONCURRENCY,
+   * ASSAY_ACCOUNT_FETCH_CONCURRENCY: fetches downloading or downloaded and not yet scanned).
    */
-  accountDownloadConcurrency: number;
+  stages: Record<JobStage, StageLimits>;
   /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
   engineRetryMs: number;
   /** Attempts (outages excepted) after which a job ends as an error result. */
@@ -78,8 +74,7 @@ export class JobRunner {
   private readonly probe: EngineProbe;
   /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
   private readonly waiting = new Set<string>();
-  /** The account served last in each stage: claims go round-robin from the next one. */
-  private readonly lastAccount: Record<JobStage, string> = { download: '', scan: '' };
+  private readonly claims: FairClaims;
   private leaseTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
@@ -91,6 +86,7 @@ export class JobRunner {
     private readonly logger: Logger,
   ) {
     this.probe = new EngineProbe(processor);
+    this.claims = new FairClaims(store, options.stages, options.leaseMs);
     this.loop = new WorkLoop(
       () => this.tick(),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
@@ -164,80 +160,33 @@ export class JobRunner {
   private async tick(): Promise<number> {
     let sleepMs = 60_000; // with every slot taken, a finishing job wakes the loop
     for (const stage of ['scan', 'download'] as const) {
-      const { slots } = this.limits(stage);
-      const free = slots - this.running[stage].size;
+      const free = this.options.stages[stage].slots - this.running[stage].size;
       if (free <= 0) continue;
+      const atCap = await this.claims.claim(
+        stage,
+        free,
+        (id) => this.active.has(id),
+        (job) => this.launch(stage, job),
+      );
       // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
-      if (await this.claimFairly(stage, free)) {
+      if (atCap) {
         sleepMs = Math.min(sleepMs, 1000);
         continue;
       }
       const next = await this.store.jobs.nextDue();
       sleepMs = Math.min(sleepMs, next === null ? 1000 : Date.parse(next) - Date.now());
     }
-    return Math.min(sleepMs, 60_000);
+    return sleepMs;
   }
 
-  private limits(stage: JobStage): { slots: number; perAccount: number } {
-    return stage === 'scan'
-      ? { slots: this.options.concurrency, perAccount: this.options.accountConcurrency }
-      : {
-          slots: this.options.downloadConcurrency,
-          perAccount: this.options.accountDownloadConcurrency,
-        };
-  }
-
-  /** Per account, what counts toward its cap in `stage`, in every process sharing the store. */
-  private async heldByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
-    const held = await this.store.jobs.inFlightByAccount(stage, now);
-    if (stage === 'scan') return held;
-    for (const [account, count] of await this.store.jobs.downloadedByAccount()) {
-      held.set(account, (held.get(account) ?? 0) + count);
-    }
-    return held;
-  }
-
-  /**
-   * Fills up to `free` slots of `stage`, one job per account in turn (the account's oldest due
-   * job), skipping accounts at their cap. True when due jobs were left because their accounts are
-   * at the cap.
-   */
-  private async claimFairly(stage: JobStage, free: number): Promise<boolean> {
-    const now = new Date().toISOString();
-    const leaseUntil = new Date(Date.now() + this.options.leaseMs).toISOString();
-    const { perAccount } = this.limits(stage);
-    const held = await this.heldByAccount(stage, now);
-    // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
-    const passed = new Set<string>();
-    while (free > 0) {
-      const last = this.lastAccount[stage];
-      const next =
-        (await this.store.jobs.nextDueAfter(stage, last, now)) ??
-        (last === '' ? null : await this.store.jobs.nextDueAfter(stage, '', now));
-      if (next === null) return false;
-      this.lastAccount[stage] = next.accountId;
-      if (passed.has(next.accountId)) return true;
-      const count = held.get(next.accountId) ?? 0;
-      const job =
-        count >= perAccount || this.active.has(next.id)
-          ? null
-          : await this.store.jobs.claim(next.id, now, leaseUntil);
-      if (job === null) {
-        passed.add(next.accountId);
-        continue;
-      }
-      passed.clear();
-      held.set(job.accountId, count + 1);
-      free -= 1;
-      this.running[stage].add(job.id);
-      const run = this.run(job).finally(() => {
-        this.active.delete(job.id);
-        this.running[stage].delete(job.id);
-        this.loop.notify();
-      });
-      this.active.set(job.id, run);
-    }
-    return false;
+  private launch(stage: JobStage, job: Job): void {
+    this.running[stage].add(job.id);
+    const run = this.run(job).finally(() => {
+      this.active.delete(job.id);
+      this.running[stage].delete(job.id);
+      this.loop.notify();
+    });
+    this.active.set(job.id, run);
   }
 
   /** Never rejects: an outcome that cannot be stored is retried until the store takes it. */
