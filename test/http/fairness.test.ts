@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pollResult, submitFetch } from '../helpers/client.js';
+import { pollResult, submitFetch, traceOf } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
@@ -106,6 +106,39 @@ describe('slow fetches of one account do not delay the uploads of others', () =>
     t.diagnostic(`A's own upload: ${own} ms; B's: ${other} ms`);
     assert.ok(own < 5_000, `A's own upload took ${own} ms`);
     assert.ok(other < 5_000, `B's upload took ${other} ms`);
+  });
+});
+
+describe('a fetch is downloaded, then scanned', () => {
+  test('a download waits for the engine in the spool: fetched once however long the engine is down', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: 'managed',
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      ASSAY_ENGINE_RETRY_MS: '100',
+    });
+    const managed = svc.service.managedClamd;
+    assert.ok(managed);
+    await managed.stop();
+    const id = await submitFetch(svc.url, svc.auth, `${remote.url}/content/once`);
+    // The scan fails and waits for the engine, retried every 100 ms; the download is not.
+    let trace: string[] = [];
+    for (const deadline = Date.now() + 20_000; !trace.some((m) => /; waiting: /.test(m)); ) {
+      assert.ok(Date.now() < deadline, `no wait for the engine: ${trace.join('\n')}`);
+      await sleep(250);
+      trace = await traceOf(svc.url, svc.auth, id);
+    }
+    await sleep(1_000);
+    trace = await traceOf(svc.url, svc.auth, id);
+    assert.equal(requestsFor(remote, '/content/once'), 1, trace.join('\n'));
+    await managed.start();
+    const result = await pollResult(svc.url, svc.auth, id, 30_000);
+    assert.deepEqual(result.findings, [], JSON.stringify(result));
+    assert.equal(requestsFor(remote, '/content/once'), 1);
+    trace = await traceOf(svc.url, svc.auth, id);
+    assert.match(
+      trace.join('\n'),
+      /^received: fetch of .*\ndownloaded: 1024 bytes from .*\/content\/once\n/,
+    );
   });
 });
 
