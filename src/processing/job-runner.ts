@@ -47,13 +47,10 @@ class RecordingError extends Error {}
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
  *
- * - Two stages, each with its own slots: a fetch is first downloaded into the spool (a download
- *   slot: a remote that never answers or trickles holds only that), then it is scanned like an
- *   upload (a scanning slot, taken only once the content is spooled).
- * - Claims are fair: in each stage, accounts with due jobs take turns, each with at most its
- *   per-account cap in flight (counted in the store, so across processes). A claim is a lease in
- *   the store (renewed while the job runs), so a job whose worker died is claimed again when the
- *   lease ends, by this process or another.
+ * - Two stages with slots of their own: a fetch is downloaded into the spool (a download slot,
+ *   all a remote that never answers holds), then scanned like an upload (a scanning slot).
+ * - Claims are fair (FairClaims) and leases in the store, renewed while the job runs: a job whose
+ *   worker died is claimed again when the lease ends, by this process or another.
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
  *   `maxAttempts` instead of ending it at every start.
  * - An engine failure is probed (EngineProbe): if the engine scans other content, the item is to
@@ -98,12 +95,7 @@ export class JobRunner {
    * ends.
    */
   async start(): Promise<void> {
-    const now = new Date().toISOString();
-    let count = 0;
-    for (const stage of ['download', 'scan'] as const) {
-      const held = await this.store.jobs.inFlightByAccount(stage, now);
-      count += [...held.values()].reduce((sum, n) => sum + n, 0);
-    }
+    const count = await this.store.jobs.inFlight(new Date().toISOString());
     if (count > 0) {
       this.logger.info(
         { jobs: count, leaseMs: this.options.leaseMs },

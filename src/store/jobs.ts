@@ -117,6 +117,17 @@ export class JobRepository {
     return row === undefined ? null : { id: row.id, accountId: row.account_id };
   }
 
+  /** Jobs in flight (processing, lease not expired), of every stage and worker. */
+  async inFlight(now: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('state', '=', 'processing')
+      .where('run_after', '>', now)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
   /** Jobs of `stage` in flight (processing, lease not expired) per account, across every worker. */
   async inFlightByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
     const rows = await this.db
