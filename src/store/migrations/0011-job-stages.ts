@@ -11,12 +11,9 @@ export async function up(db: AnyDb): Promise<void> {
     .alterTable('jobs')
     .addColumn('stage', 'text', (column) => column.notNull().defaultTo('scan'))
     .execute();
-  await db
-    .updateTable('jobs')
-    .set({ stage: 'download' })
-    .where('kind', '=', 'fetch')
-    .where('spool_path', 'is', null)
-    .execute();
+  // Before stages, a fetch's download lived only in its attempt: every unfinished fetch starts
+  // over with its download (no spool column named: a database may take this after 0014).
+  await db.updateTable('jobs').set({ stage: 'download' }).where('kind', '=', 'fetch').execute();
   // Fair claims walk the accounts of one stage round-robin: one seek per account.
   await db.schema.dropIndex('jobs_account_run_after').execute();
   await db.schema
