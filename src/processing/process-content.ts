@@ -3,10 +3,11 @@ import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
 import type {
   DetectionCategory,
+  Job,
   LegacyJobOptions,
   StoredFile,
   TraceEvent,
-} from '../store/records.js';
+} from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { BalanceSpentError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
@@ -186,5 +187,18 @@ export class ContentProcessor {
 
   async findFile(principal: Principal, id: string): Promise<StoredFile | null> {
     return this.store.files.findForAccount(principal.accountId, id);
+  }
+
+  /** The trace of a result or of work not finished yet; null when the account has no such item. */
+  async findTrace(principal: Principal, id: string): Promise<TraceEvent[] | null> {
+    const known =
+      (await this.store.files.findForAccount(principal.accountId, id)) ??
+      (await this.store.jobs.findForAccount(principal.accountId, id));
+    return known === null ? null : this.store.trace.list(id);
+  }
+
+  /** Accepted work of the account not finished yet, or null. */
+  findPending(principal: Principal, id: string): Promise<Job | null> {
+    return this.store.jobs.findForAccount(principal.accountId, id);
   }
 }

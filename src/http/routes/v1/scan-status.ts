@@ -9,7 +9,7 @@ import { legacyArguments, sendLegacy } from './legacy-reply.js';
  * id that is malformed, unknown or another account's.
  */
 export default async function scanStatus(app: FastifyInstance) {
-  const { processor, store } = app.services;
+  const { processor } = app.services;
 
   app.get<{ Params: { requestId: string } }>('/status/:requestId', async (request, reply) => {
     const args = legacyArguments(request);
@@ -19,7 +19,7 @@ export default async function scanStatus(app: FastifyInstance) {
     if (id === null) throw notFound;
     const file = await processor.findFile(principal, id);
     if (file !== null) return sendLegacy(reply, 200, legacyResultOf(file), args);
-    const job = await store.jobs.findForAccount(principal.accountId, id);
+    const job = await processor.findPending(principal, id);
     if (job === null) throw notFound;
     return sendLegacy(reply, 200, pendingResult(id, job.legacy?.checksum ?? null), args);
   });
