@@ -191,14 +191,24 @@ export class ContentProcessor {
 
   /** The trace of a result or of work not finished yet; null when the account has no such item. */
   async findTrace(principal: Principal, id: string): Promise<TraceEvent[] | null> {
-    const known =
-      (await this.store.files.findForAccount(principal.accountId, id)) ??
-      (await this.store.jobs.findForAccount(principal.accountId, id));
-    return known === null ? null : this.store.trace.list(id);
+    const item = await this.findItem(principal, id);
+    return item === null ? null : this.store.trace.list(id);
   }
 
-  /** Accepted work of the account not finished yet, or null. */
-  findPending(principal: Principal, id: string): Promise<Job | null> {
-    return this.store.jobs.findForAccount(principal.accountId, id);
+  /**
+   * A result, or accepted work not finished yet, or null. The job's row goes in the transaction
+   * that records the result: read between the two (the result not there yet, the job gone by the
+   * time it is read, as concurrent transactions on PostgreSQL allow), the result is read again.
+   */
+  async findItem(
+    principal: Principal,
+    id: string,
+  ): Promise<{ file: StoredFile } | { pending: Job } | null> {
+    const file = await this.store.files.findForAccount(principal.accountId, id);
+    if (file !== null) return { file };
+    const pending = await this.store.jobs.findForAccount(principal.accountId, id);
+    if (pending !== null) return { pending };
+    const finished = await this.store.files.findForAccount(principal.accountId, id);
+    return finished === null ? null : { file: finished };
   }
 }
