@@ -10,19 +10,24 @@ import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
 import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
+import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
+import { Readiness } from './processing/readiness.js';
+import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import type { ContentSpool } from './spool/content-spool.js';
+import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
-import { Spool } from './store/spool.js';
 
 /** Callback deliveries in flight in all (each destination also has its own limit). */
 const CALLBACK_CONCURRENCY = 16;
@@ -122,6 +127,7 @@ export async function startService(
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
+  let spool: ContentSpool | null = null;
   const release = async () => {
     await requestLimits.stop();
     await tokenPurge.stop();
@@ -129,6 +135,7 @@ export async function startService(
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
+    spool?.close();
     await store.close();
   };
   try {
@@ -145,8 +152,9 @@ export async function startService(
       testHooks.detector,
     );
     const scanner = new ContentScanner(clamd, detector, config.findingsStyle, engines);
-    const spool = new Spool(config.dataDir);
+    spool = await openSpool(config);
     await spool.init();
+    logger.info({ spool: spool.describe }, 'spool ready');
     const policy = AddressPolicy.fromSetting(config.fetchAllow);
     const userAgent = `Assay/${packageVersion()} (content processing service)`;
     const outbound = {
@@ -208,19 +216,26 @@ export async function startService(
     const app = await buildApp(
       {
         config,
-        store,
         accounts,
         requestLimits,
         processor,
-        clamd,
-        spool,
-        jobs,
+        intake: new Intake(
+          spool,
+          new SpoolQuota(store.jobs, {
+            totalBytes: config.spoolMaxBytes,
+            accountBytes: config.accountSpoolMaxBytes,
+          }),
+          jobs,
+        ),
+        remoteScans: new RemoteScans(processor, spool, outbound.fetch),
+        readiness: new Readiness(
+          store,
+          clamd,
+          spool,
+          Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
+        ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
-        spoolQuota: new SpoolQuota(store.jobs, {
-          totalBytes: config.spoolMaxBytes,
-          accountBytes: config.accountSpoolMaxBytes,
-        }),
       },
       logger,
     );

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Job } from '../store/records.js';
-import type { Spool } from '../store/spool.js';
+import type { Job } from '../domain/records.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
+import type { JobQueue } from './job-queue.js';
 import { type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
@@ -55,7 +56,7 @@ class RecordingError extends Error {}
  * - A failed store write never ends the loop: it is logged, and the job is put back (its attempt
  *   not counted) once the store takes writes again.
  */
-export class JobRunner {
+export class JobRunner implements JobQueue {
   private readonly active = new Map<string, Promise<void>>();
   private readonly loop: WorkLoop;
   private readonly probe: EngineProbe;
@@ -68,7 +69,7 @@ export class JobRunner {
 
   constructor(
     private readonly store: Store,
-    private readonly spool: Spool,
+    private readonly spool: ContentSpool,
     private readonly processor: ContentProcessor,
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
@@ -381,9 +382,9 @@ export class JobRunner {
 
   /** After the outcome is stored; a file left behind is an orphan for the sweep, not a failure. */
   private async removeSpool(job: Job): Promise<void> {
-    if (job.spoolPath === null) return;
+    if (job.spoolKey === null) return;
     await this.spool
-      .remove(job.spoolPath)
+      .remove(job.spoolKey)
       .catch((error: unknown) =>
         this.logger.error({ err: error, job: job.id }, 'could not remove a spool file'),
       );

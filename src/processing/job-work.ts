@@ -1,6 +1,6 @@
+import type { Job, TraceEvent } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { Job, TraceEvent } from '../store/records.js';
-import type { Spool } from '../store/spool.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
@@ -41,14 +41,14 @@ export async function scanJob(
   job: Job,
   submission: Submission,
   processor: ContentProcessor,
-  spool: Spool,
+  spool: ContentSpool,
   options: JobScanOptions,
 ): Promise<{ scanned: ScannedContent; events: TraceEvent[] }> {
   const legacy = submission.version === 'v1.0' ? options.legacy : null;
   const categories = submission.principal.detectionCategories;
   if (job.kind === 'upload') {
-    if (job.spoolPath === null) throw new Error(`upload job ${job.id} has no spool file`);
-    const scanned = await processor.scan(spool.read(job.spoolPath), {
+    if (job.spoolKey === null) throw new Error(`upload job ${job.id} has no spool file`);
+    const scanned = await processor.scan(spool.read(job.spoolKey), {
       categories,
       receivedAt: job.creationDate,
       maxBytes: legacy?.maxPostBytes,

@@ -1,3 +1,6 @@
+import { newId } from '../accounts/credentials.js';
+import { SpoolTooLargeError } from '../domain/failures.js';
+import type { DetectionCategory, TraceEvent } from '../domain/records.js';
 import {
   type FetchedContent,
   fetchContent,
@@ -6,8 +9,7 @@ import {
   OutboundRefusedError,
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
-import type { DetectionCategory, TraceEvent } from '../store/records.js';
-import { type Spool, SpoolTooLargeError } from '../store/spool.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
 import { type ContentProcessor, event, type ScannedContent } from './process-content.js';
 
@@ -24,7 +26,7 @@ export class RemoteContentError extends Error {
 /** What a fetch needs besides the URL and the outbound options. */
 export interface FetchContext {
   /** The spool holds the download until it is scanned; the file is removed afterwards. */
-  spool: Spool;
+  spool: ContentSpool;
   /** The spool file's name: the job's id, or a new id for a synchronous fetch. */
   spoolId: string;
   receivedAt: string;
@@ -55,7 +57,7 @@ export async function fetchAndScan(
   const { spool } = context;
   const deadline = new AbortController();
   let remote: FetchedContent | null = null;
-  let spooledPath: string | null = null;
+  let spooledKey: string | null = null;
   const timer = setTimeout(() => {
     deadline.abort();
     remote?.abort();
@@ -69,9 +71,9 @@ export async function fetchAndScan(
     const spooled = await spool.write(context.spoolId, body, options.maxBytes, {
       durable: false,
     });
-    spooledPath = spooled.path;
+    spooledKey = spooled.key;
     const downloaded = event(`downloaded: ${spooled.size} bytes from ${redactUrl(finalUrl)}`);
-    const scanned = await processor.scan(spool.read(spooled.path), {
+    const scanned = await processor.scan(spool.read(spooled.key), {
       categories: context.categories,
       receivedAt: context.receivedAt,
       maxBytes: options.maxBytes,
@@ -81,7 +83,7 @@ export async function fetchAndScan(
   })();
   // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
   const removeSpooled = () =>
-    spooledPath === null ? undefined : spool.remove(spooledPath).catch(() => {});
+    spooledKey === null ? undefined : spool.remove(spooledKey).catch(() => {});
   try {
     // Whatever part is still running at the deadline (download, clamd, an engine), the job ends.
     const outcome = await Promise.race([work, late]);
@@ -92,7 +94,7 @@ export async function fetchAndScan(
       // The abandoned part settles later; its spool file goes then (or to the orphan sweep).
       work.catch(() => {}).finally(removeSpooled);
       const doing =
-        spooledPath === null
+        spooledKey === null
           ? `downloading ${redactUrl(location)}`
           : `downloading and scanning ${redactUrl(location)}`;
       throw new RemoteContentError(
@@ -117,5 +119,25 @@ export async function fetchAndScan(
   } finally {
     clearTimeout(timer);
     late.catch(() => {});
+  }
+}
+
+/** Synchronous fetches (v2.2's `location` form): downloaded into the spool under a new id, scanned. */
+export class RemoteScans {
+  constructor(
+    private readonly processor: ContentProcessor,
+    private readonly spool: ContentSpool,
+    private readonly options: OutboundOptions & { maxBytes: number },
+  ) {}
+
+  fetchAndScan(
+    location: string,
+    context: Omit<FetchContext, 'spool' | 'spoolId'>,
+  ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
+    return fetchAndScan(this.processor, location, this.options, {
+      ...context,
+      spool: this.spool,
+      spoolId: newId(),
+    });
   }
 }

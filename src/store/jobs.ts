@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Job, JobKind, LegacyJobOptions } from './records.js';
+import type { Job, JobKind, LegacyJobOptions } from '../domain/records.js';
 import type { Database, JobsTable } from './schema.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
@@ -11,7 +11,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     kind: row.kind as JobKind,
     state: row.state as Job['state'],
     location: row.location,
-    spoolPath: row.spool_path,
+    spoolKey: row.spool_key,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     callback: row.callback,
     attempts: row.attempts,
@@ -38,7 +38,7 @@ export class JobRepository {
         kind: job.kind,
         state: job.state,
         location: job.location,
-        spool_path: job.spoolPath,
+        spool_key: job.spoolKey,
         metadata: JSON.stringify(job.metadata),
         callback: job.callback,
         attempts: job.attempts,
