@@ -16,6 +16,7 @@ import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
+import { QueueStatus } from './processing/queue-status.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
@@ -68,7 +69,8 @@ export function engineCapacity(config: Config): number {
   return Math.max(config.maxFileSize, config.legacyMaxPostSize);
 }
 
-async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
+/** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
+export async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
   if (clamdPath === null) {
@@ -95,7 +97,10 @@ export interface ServiceTestHooks {
   resolve?: OutboundOptions['resolve'];
 }
 
-/** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
+/**
+ * Opens the store, starts (or connects to) clamd, and serves until stop(): the API (role `api`),
+ * the async jobs and callbacks with only /health over HTTP (role `worker`), or both (`all`).
+ */
 export async function startService(
   config: Config,
   logger = createLogger(config),
@@ -114,11 +119,12 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
-  // Other processes may share a PostgreSQL store: their limits must be the same buckets.
+  // Other processes may share the store (PostgreSQL, or --processes): their limits must be the
+  // same buckets.
   const requestLimits = createRequestLimits(
     store,
     config.authFailureLimit,
-    config.databaseUrl !== '',
+    config.databaseUrl !== '' || config.processes > 1,
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
@@ -205,6 +211,8 @@ export async function startService(
       },
       logger.child({ component: 'jobs' }),
     );
+    // Only a process that runs jobs reports the queue; an api process accepts work for others.
+    const runsJobs = config.role !== 'api';
     const app = await buildApp(
       {
         config,
@@ -215,6 +223,7 @@ export async function startService(
         clamd,
         spool,
         jobs,
+        queue: runsJobs ? new QueueStatus(store, jobs) : null,
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
         spoolQuota: new SpoolQuota(store.jobs, {
@@ -223,12 +232,15 @@ export async function startService(
         }),
       },
       logger,
+      { healthOnly: config.role === 'worker' },
     );
     const url = await app.listen({ host: config.host, port: config.port });
-    await jobs.start();
-    spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
-    await spoolSweeper.start();
-    callbacks.start();
+    if (runsJobs) {
+      await jobs.start();
+      spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
+      await spoolSweeper.start();
+      callbacks.start();
+    }
     let stopped: Promise<void> | null = null;
     return {
       url,

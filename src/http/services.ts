@@ -5,6 +5,7 @@ import type { ClamdClient } from '../engines/clamav/clamd-client.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { JobRunner } from '../processing/job-runner.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import type { QueueStatus } from '../processing/queue-status.js';
 import type { SpoolQuota } from '../processing/spool-quota.js';
 import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
 import type { Spool } from '../store/spool.js';
@@ -21,6 +22,8 @@ export interface Services {
   clamd: ClamdClient;
   spool: Spool;
   jobs: JobRunner;
+  /** The queue as this process works it; null when it runs no jobs (role `api`). */
+  queue: QueueStatus | null;
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
   /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
   syncScans: SyncScanLimit;

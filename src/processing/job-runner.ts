@@ -114,6 +114,11 @@ export class JobRunner {
     this.loop.notify();
   }
 
+  /** Jobs this process is running now. */
+  get running(): number {
+    return this.active.size;
+  }
+
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
     await this.loop.stop();

@@ -28,19 +28,21 @@ function publicReason(reason: unknown): string {
 
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
- * engine's versions). Both are open without credentials, so they name no file, socket or address.
+ * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
+ * how long the oldest due one has waited). Both are open without credentials, so they name no file, socket or address.
  */
 export default async function health(app: FastifyInstance) {
-  const { store, clamd, spool, config } = app.services;
+  const { store, clamd, spool, config, queue } = app.services;
   const ownVersion = ownSignaturesVersion();
 
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck, diskCheck] = await Promise.allSettled([
+    const [storeCheck, clamdCheck, diskCheck, queueCheck] = await Promise.allSettled([
       store.ping(),
       clamd.version(),
       spool.diskFull(Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD),
+      queue?.report() ?? null,
     ]);
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
@@ -61,6 +63,10 @@ export default async function health(app: FastifyInstance) {
       engines:
         clamdCheck.status === 'fulfilled' ? [describeClamav(clamdCheck.value, ownVersion)] : [],
       problems,
+      // A process that runs jobs says how far behind the queue is (null: the store did not answer).
+      ...(queue === null
+        ? {}
+        : { queue: queueCheck.status === 'fulfilled' ? queueCheck.value : null }),
     });
   });
 }
