@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { AccountService } from '../accounts/account-service.js';
 import type { Config, Role } from '../config.js';
 import { startClamd } from '../service.js';
 import { openStore } from '../store/open-store.js';
@@ -52,11 +53,22 @@ export function childRole(role: Role, index: number): Role {
  * clamd, and exits. It serves no request itself.
  */
 export async function runCluster(config: Config, logger: Logger): Promise<void> {
-  // Migrations run here, once, not in N children racing for the schema.
+  // Migrations and the bootstrap key are done here, once, not by N children racing for them.
   const store = await openStore(config);
-  await store.close();
+  try {
+    if (config.bootstrapCredentials !== null) {
+      const { keyId, secret } = config.bootstrapCredentials;
+      const outcome = await new AccountService(store).ensureBootstrapKey(keyId, secret);
+      logger.info({ key: keyId, outcome }, 'bootstrap credentials');
+    }
+  } finally {
+    await store.close();
+  }
   const managedClamd = await startClamd(config, logger);
-  const env: Record<string, string> = { ASSAY_PROCESSES: String(config.processes) };
+  const env: Record<string, string> = {
+    ASSAY_PROCESSES: String(config.processes),
+    ASSAY_BOOTSTRAP_CREDENTIALS: '',
+  };
   if (managedClamd !== null && managedClamd.address.kind === 'unix') {
     env.ASSAY_CLAMD = managedClamd.address.path;
   }

@@ -109,7 +109,11 @@ describe('roles on one PostgreSQL database', {
     const receiver = await startLocalServer((_request, response) => response.end());
     t.after(() => receiver.close());
     const LEASE_SECONDS = 2;
-    const env = { ...common(), ASSAY_DATABASE_URL: database, ASSAY_JOB_LEASE: String(LEASE_SECONDS) };
+    const env = {
+      ...common(),
+      ASSAY_DATABASE_URL: database,
+      ASSAY_JOB_LEASE: String(LEASE_SECONDS),
+    };
     const api = await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'api' });
     const doomed = await startServe(t, {
       ...env,

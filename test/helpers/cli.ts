@@ -55,21 +55,21 @@ export async function startServe(
   const records: LogRecord[] = [];
   let url = '';
   let clamdPid = 0;
+  // One listener for the process's whole life: breaking out of a `for await` would close the
+  // reader, losing the lines after 'assay is serving' and leaving the child's stdout unread.
   const lines = createInterface({ input: child.stdout ?? process.stdin });
-  for await (const line of lines) {
-    const record = JSON.parse(line) as LogRecord & { url?: string };
-    messages.push(record.msg ?? '');
-    records.push(record);
-    if (record.msg === 'clamd started') clamdPid = record.pid ?? 0;
-    if (record.msg === 'assay is serving') {
-      url = record.url ?? '';
-      break;
-    }
-  }
-  lines.on('line', (line) => {
-    const record = JSON.parse(line) as LogRecord;
-    messages.push(record.msg ?? '');
-    records.push(record);
+  await new Promise<void>((resolve) => {
+    lines.on('line', (line) => {
+      const record = JSON.parse(line) as LogRecord & { url?: string };
+      messages.push(record.msg ?? '');
+      records.push(record);
+      if (record.msg === 'clamd started' && clamdPid === 0) clamdPid = record.pid ?? 0;
+      if (record.msg === 'assay is serving' && url === '') {
+        url = record.url ?? '';
+        resolve();
+      }
+    });
+    lines.on('close', resolve);
   });
   assert.match(
     url,
