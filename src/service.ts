@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { createRequestLimits } from './accounts/request-limits.js';
@@ -86,6 +87,17 @@ export async function startClamd(config: Config, logger: Logger): Promise<Manage
   });
   await managed.start();
   return managed;
+}
+
+/**
+ * Whether clamd is the data dir's managed one: started here, or by the `--processes` primary,
+ * which hands its children the socket it keeps in the data dir.
+ */
+function clamdInDataDir(config: Config): boolean {
+  return (
+    config.clamd.mode === 'managed' ||
+    config.clamd.address === join(config.dataDir, 'clamd', 'clamd.sock')
+  );
 }
 
 /** Faults injected by tests only; the command line never passes any. */
@@ -202,7 +214,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
-        engineSharesDataDisk: config.clamd.mode === 'managed',
+        engineSharesDataDisk: clamdInDataDir(config),
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,
