@@ -21,9 +21,12 @@ export function registerServeCommand(program: Command): void {
 }
 
 async function serve(options: ServeOptions): Promise<void> {
-  // The flags stand for their variables: checked by the same rules, and inherited by children.
-  if (options.role !== undefined) process.env.ASSAY_ROLE = options.role;
-  if (options.processes !== undefined) process.env.ASSAY_PROCESSES = options.processes;
+  // The flags stand for their variables, checked by the same rules. A cluster child runs with the
+  // primary's command line but the role its primary gave it in ASSAY_ROLE: its flags are not read.
+  if (cluster.isPrimary) {
+    if (options.role !== undefined) process.env.ASSAY_ROLE = options.role;
+    if (options.processes !== undefined) process.env.ASSAY_PROCESSES = options.processes;
+  }
   const config = loadConfig();
   const logger = createLogger(config);
   if (cluster.isPrimary && config.processes > 1) {

@@ -35,7 +35,7 @@ describe(`serve --processes 2 (${TEST_STORE})`, () => {
         ASSAY_ACCOUNT_SYNC_CONCURRENCY: '24',
       },
       [],
-      ['--processes', '2'],
+      ['--processes', '2', '--role', 'all'],
     );
     assert.ok(serve.clamdPid > 0 && isRunning(serve.clamdPid), 'one clamd, run by the primary');
     const children = () =>
