@@ -168,17 +168,6 @@ export async function runCluster(config: Config, logger: Logger): Promise<void> 
     return failures;
   };
 
-  try {
-    await new Promise<void>((resolve, reject) => {
-      allListening = resolve;
-      failedStart = reject;
-      for (const slot of slots) fork(slot);
-    });
-  } catch (error) {
-    await stopChildren();
-    throw error;
-  }
-
   const shutdown = (signal: string) => {
     if (stopping) return;
     logger.info({ signal }, 'shutting down');
@@ -193,6 +182,18 @@ export async function runCluster(config: Config, logger: Logger): Promise<void> 
       },
     );
   };
+  // From the start: a signal while the children start stops them too.
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      allListening = resolve;
+      failedStart = reject;
+      for (const slot of slots) fork(slot);
+    });
+  } catch (error) {
+    await stopChildren();
+    throw error;
+  }
 }
