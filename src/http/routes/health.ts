@@ -29,7 +29,8 @@ function publicReason(reason: unknown): string {
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
  * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
- * how long the oldest due one has waited). Both are open without credentials, so they name no file, socket or address.
+ * how long the oldest due one has waited). Both are open without credentials, so they name no
+ * file, socket or address.
  */
 export default async function health(app: FastifyInstance) {
   const { store, clamd, spool, config, queue } = app.services;
