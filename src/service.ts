@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { createRequestLimits } from './accounts/request-limits.js';
@@ -18,6 +19,7 @@ import { CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
+import { QueueStatus } from './processing/queue-status.js';
 import { Readiness } from './processing/readiness.js';
 import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
@@ -73,7 +75,8 @@ export function engineCapacity(config: Config): number {
   return Math.max(config.maxFileSize, config.legacyMaxPostSize);
 }
 
-async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
+/** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
+export async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
   if (clamdPath === null) {
@@ -91,6 +94,17 @@ async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd 
   return managed;
 }
 
+/**
+ * Whether clamd is the data dir's managed one: started here, or by the `--processes` primary,
+ * which hands its children the socket it keeps in the data dir.
+ */
+function clamdInDataDir(config: Config): boolean {
+  return (
+    config.clamd.mode === 'managed' ||
+    config.clamd.address === join(config.dataDir, 'clamd', 'clamd.sock')
+  );
+}
+
 /** Faults injected by tests only; the command line never passes any. */
 export interface ServiceTestHooks {
   detector?: DetectorTestHooks;
@@ -100,7 +114,10 @@ export interface ServiceTestHooks {
   resolve?: OutboundOptions['resolve'];
 }
 
-/** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
+/**
+ * Opens the store, starts (or connects to) clamd, and serves until stop(): the API (role `api`),
+ * the async jobs and callbacks with only /health over HTTP (role `worker`), or both (`all`).
+ */
 export async function startService(
   config: Config,
   logger = createLogger(config),
@@ -119,11 +136,12 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
-  // Other processes may share a PostgreSQL store: their limits must be the same buckets.
+  // Other processes may share the store (PostgreSQL, or --processes): their limits must be the
+  // same buckets.
   const requestLimits = createRequestLimits(
     store,
     config.authFailureLimit,
-    config.databaseUrl !== '',
+    config.databaseUrl !== '' || config.processes > 1,
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
@@ -204,7 +222,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
-        engineSharesDataDisk: config.clamd.mode === 'managed',
+        engineSharesDataDisk: clamdInDataDir(config),
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,
@@ -213,6 +231,8 @@ export async function startService(
       },
       logger.child({ component: 'jobs' }),
     );
+    // Only a process that runs jobs reports the queue; an api process accepts work for others.
+    const runsJobs = config.role !== 'api';
     const app = await buildApp(
       {
         config,
@@ -233,17 +253,21 @@ export async function startService(
           clamd,
           spool,
           Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
+          runsJobs ? new QueueStatus(store, jobs) : null,
         ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
       },
       logger,
+      { healthOnly: config.role === 'worker' },
     );
     const url = await app.listen({ host: config.host, port: config.port });
-    await jobs.start();
-    spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
-    await spoolSweeper.start();
-    callbacks.start();
+    if (runsJobs) {
+      await jobs.start();
+      spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
+      await spoolSweeper.start();
+      callbacks.start();
+    }
     let stopped: Promise<void> | null = null;
     return {
       url,

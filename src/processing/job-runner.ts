@@ -115,6 +115,11 @@ export class JobRunner implements JobQueue {
     this.loop.notify();
   }
 
+  /** Jobs this process is running now. */
+  get running(): number {
+    return this.active.size;
+  }
+
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
     await this.loop.stop();

@@ -124,6 +124,19 @@ export class JobRepository {
     return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
   }
 
+  /**
+   * Jobs that may be claimed by `now` (pending and due, or processing with an expired lease), and
+   * the earliest moment one of them fell due; for a worker's readiness report.
+   */
+  async dueSummary(now: string): Promise<{ count: number; oldest: string | null }> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('run_after').as('oldest')])
+      .where('run_after', '<=', now)
+      .executeTakeFirst();
+    return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
+  }
+
   /** The earliest moment a job may be claimed (a due time or the end of a lease), if any. */
   async nextDue(): Promise<string | null> {
     const row = await this.db

@@ -27,7 +27,9 @@ function publicReason(reason: unknown): string {
 
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
- * engine's versions). Both are open without credentials, so they name no file, socket or address.
+ * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
+ * how long the oldest due one has waited). Both are open without credentials, so they name no
+ * file, socket or address.
  */
 export default async function health(app: FastifyInstance) {
   const { readiness } = app.services;
@@ -36,7 +38,7 @@ export default async function health(app: FastifyInstance) {
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck, diskCheck] = await readiness.check();
+    const [storeCheck, clamdCheck, diskCheck, queueCheck] = await readiness.check();
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
@@ -56,6 +58,10 @@ export default async function health(app: FastifyInstance) {
       engines:
         clamdCheck.status === 'fulfilled' ? [describeClamav(clamdCheck.value, ownVersion)] : [],
       problems,
+      // A process that runs jobs says how far behind the queue is (null: the store did not answer).
+      ...(readiness.runsJobs
+        ? { queue: queueCheck.status === 'fulfilled' ? queueCheck.value : null }
+        : {}),
     });
   });
 }
