@@ -9,6 +9,7 @@ import { assayCli, type ServeProcess, startServe } from '../helpers/cli.js';
 import { pollResult, submitFetch, waitUntil } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
+import { startS3Server } from '../helpers/s3-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
 
@@ -61,6 +62,41 @@ const common = () => ({
 describe('roles on one PostgreSQL database', {
   skip: onPostgres ? false : 'runs in the PostgreSQL pass (npm run test:postgres)',
 }, () => {
+  test('async uploads to an api process are scanned by a worker on another data dir, through the S3 spool', async (t) => {
+    const s3 = await startS3Server();
+    t.after(() => s3.stop());
+    const env = {
+      ...common(),
+      ASSAY_DATABASE_URL: freshPostgresDatabase(),
+      ASSAY_SPOOL_URL: `s3://${s3.bucket}/spool`,
+      ASSAY_S3_ENDPOINT: s3.endpoint,
+    };
+    const api = await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'api' });
+    const worker = await startServe(t, {
+      ...env,
+      ASSAY_DATA_DIR: dataDir(t),
+      ASSAY_ROLE: 'worker',
+    });
+    const contents = [randomContent(5000), randomContent(70_000)];
+    const ids: string[] = [];
+    for (const content of contents) {
+      const response = await fetch(`${api.url}/v2.2/files/async`, {
+        method: 'POST',
+        headers: { authorization: AUTH },
+        body: uploadForm(content),
+      });
+      assert.equal(response.status, 202);
+      ids.push(((await response.json()) as { id: string }).id);
+    }
+    for (const [index, id] of ids.entries()) {
+      const result = await pollResult(api.url, AUTH, id, 30_000);
+      assert.deepEqual(result.findings, []);
+      assert.equal(result.checksum, sha1(contents[index] as Buffer), 'the content the api took');
+    }
+    await waitUntil('the bucket emptied', async () => (await s3.keys()).length === 0, 10_000);
+    assert.equal((await readyOf(worker)).body.queue?.due, 0);
+  });
+
   test('a fetch submitted to an api process is done by a worker process, never by the api alone', async (t) => {
     const database = freshPostgresDatabase();
     const content = randomContent(3000);
