@@ -2,7 +2,8 @@
  * `npm run bench`: Assay against the same clamd used directly, side by side in one run, so the
  * ratios hold on a shared, noisy machine. Not a test: it prints numbers and checks nothing.
  *
- * Scenarios: 4 KB random files at concurrency 8; 10 MB and 100 MB random uploads one at a time.
+ * Scenarios: 4 KB random files at concurrency 8; 10 MB and 100 MB random uploads one at a time;
+ * 4 KB files with `serve --processes` 1 and 2 (BENCH_ONLY=processes; bench/processes.ts).
  * Every file is fresh random data (clamd caches clean verdicts by hash). Rounds alternate between
  * the two paths; the best round of each is reported. Assay runs as its own process (the built
  * `bin/assay.js`), so its peak RSS (VmHWM) is its own.
@@ -21,6 +22,7 @@ import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-cla
 import { photoLike } from '../test/helpers/images.js';
 import { benchAsync } from './async.js';
 import { benchNsfwImage, benchNsfwLanguage, JPEG_SIZES, photoSet } from './nsfw.js';
+import { benchProcesses } from './processes.js';
 import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
 
@@ -109,9 +111,10 @@ async function main() {
   );
   const wantsAsync = only === undefined || 'async'.includes(only);
   const wantsImages = only === undefined || 'images'.includes(only);
+  const wantsProcesses = only === undefined || 'processes'.includes(only);
   // The NSFW engines run in this process, without clamd or the service.
   const nsfwLines = await benchNsfw(only);
-  if (selected.length === 0 && !wantsAsync && !wantsImages) return;
+  if (selected.length === 0 && !wantsAsync && !wantsImages && !wantsProcesses) return;
 
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
@@ -201,6 +204,12 @@ async function main() {
         4,
       );
       for (const line of lines) console.log(`  ${line}`);
+      ratios.push(...lines);
+      console.log('');
+    }
+    if (wantsProcesses) {
+      console.log('== 4 KB sync uploads, serve --processes 1 and 2');
+      const lines = await benchProcesses(socket, work, uploadToAssay, ROUNDS, SMALL_FILES);
       ratios.push(...lines);
       console.log('');
     }

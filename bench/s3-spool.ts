@@ -40,13 +40,13 @@ async function* content(): AsyncGenerator<Buffer> {
 
 /** The data directory's spool, for comparison (durable: fdatasync, rename, directory fsync). */
 async function localSpool(): Promise<Pick<ContentSpool, 'read' | 'remove'> & LocalWrite> {
-  const { Spool } = await import('../src/store/spool.js');
+  const { LocalSpool } = await import('../src/spool/local-spool.js');
   const dir = mkdtempSync(join(tmpdir(), 'assay-spool-bench-'));
-  const spool = new Spool(dir);
+  const spool = new LocalSpool(join(dir, 'spool'));
   await spool.init();
   return {
     write: (key, source, maxBytes) => spool.write(key, source, maxBytes),
-    read: (key) => spool.read(join(dir, 'spool', key)),
+    read: (key) => spool.read(key),
     remove: async () => rmSync(dir, { recursive: true, force: true }),
     close: () => {},
   };

@@ -13,6 +13,10 @@ import { parseS3Url } from './spool/s3-url.js';
 export class ConfigError extends Error {}
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
+/** What a process does: the HTTP API, the async work, or both (see README, "Roles"). */
+export type Role = 'api' | 'worker' | 'all';
+export const ROLES: readonly Role[] = ['api', 'worker', 'all'];
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface BootstrapCredentials {
@@ -101,6 +105,9 @@ export interface Config {
   /** S3-compatible server of spoolUrl, or '' for AWS. */
   s3Endpoint: string;
   s3Region: string;
+  role: Role;
+  /** Processes serving on one port (node:cluster); above 1, state is shared through the store. */
+  processes: number;
 }
 
 /**
@@ -456,6 +463,8 @@ export function loadConfig(env: Env = process.env): Config {
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
     ...spoolLocation(env),
+    role: oneOf(env, 'ASSAY_ROLE', ROLES),
+    processes: integer(env, 'ASSAY_PROCESSES', 1, 256),
     maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),
     maxConnectionsPerAddress: integer(env, 'ASSAY_MAX_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
     headerTimeoutMs: integer(env, 'ASSAY_HEADER_TIMEOUT', 1, 3_600) * 1000,

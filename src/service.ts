@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { createRequestLimits } from './accounts/request-limits.js';
@@ -10,19 +11,25 @@ import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
 import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
+import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
+import { QueueStatus } from './processing/queue-status.js';
+import { Readiness } from './processing/readiness.js';
+import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import type { ContentSpool } from './spool/content-spool.js';
+import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
-import { Spool } from './store/spool.js';
 
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
@@ -66,7 +73,8 @@ export function engineCapacity(config: Config): number {
   return Math.max(config.maxFileSize, config.legacyMaxPostSize);
 }
 
-async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
+/** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
+export async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
   if (clamdPath === null) {
@@ -84,6 +92,17 @@ async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd 
   return managed;
 }
 
+/**
+ * Whether clamd is the data dir's managed one: started here, or by the `--processes` primary,
+ * which hands its children the socket it keeps in the data dir.
+ */
+function clamdInDataDir(config: Config): boolean {
+  return (
+    config.clamd.mode === 'managed' ||
+    config.clamd.address === join(config.dataDir, 'clamd', 'clamd.sock')
+  );
+}
+
 /** Faults injected by tests only; the command line never passes any. */
 export interface ServiceTestHooks {
   detector?: DetectorTestHooks;
@@ -93,7 +112,10 @@ export interface ServiceTestHooks {
   resolve?: OutboundOptions['resolve'];
 }
 
-/** Opens the store, starts (or connects to) clamd, and serves the API until stop(). */
+/**
+ * Opens the store, starts (or connects to) clamd, and serves until stop(): the API (role `api`),
+ * the async jobs and callbacks with only /health over HTTP (role `worker`), or both (`all`).
+ */
 export async function startService(
   config: Config,
   logger = createLogger(config),
@@ -112,14 +134,16 @@ export async function startService(
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
-  // Other processes may share a PostgreSQL store: their limits must be the same buckets.
+  // Other processes may share the store (PostgreSQL, or --processes): their limits must be the
+  // same buckets.
   const requestLimits = createRequestLimits(
     store,
     config.authFailureLimit,
-    config.databaseUrl !== '',
+    config.databaseUrl !== '' || config.processes > 1,
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
+  let spool: ContentSpool | null = null;
   const release = async () => {
     await requestLimits.stop();
     await tokenPurge.stop();
@@ -127,6 +151,7 @@ export async function startService(
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
     await managedClamd?.stop();
+    spool?.close();
     await store.close();
   };
   try {
@@ -143,8 +168,9 @@ export async function startService(
       testHooks.detector,
     );
     const scanner = new ContentScanner(clamd, detector, config.findingsStyle, engines);
-    const spool = new Spool(config.dataDir);
+    spool = await openSpool(config);
     await spool.init();
+    logger.info({ spool: spool.describe }, 'spool ready');
     const policy = AddressPolicy.fromSetting(config.fetchAllow);
     const userAgent = `Assay/${packageVersion()} (content processing service)`;
     const outbound = {
@@ -197,7 +223,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
-        engineSharesDataDisk: config.clamd.mode === 'managed',
+        engineSharesDataDisk: clamdInDataDir(config),
         fetch: outbound.fetch,
         legacy: {
           maxPostBytes: config.legacyMaxPostSize,
@@ -206,30 +232,43 @@ export async function startService(
       },
       logger.child({ component: 'jobs' }),
     );
+    // Only a process that runs jobs reports the queue; an api process accepts work for others.
+    const runsJobs = config.role !== 'api';
     const app = await buildApp(
       {
         config,
-        store,
         accounts,
         requestLimits,
         processor,
-        clamd,
-        spool,
-        jobs,
+        intake: new Intake(
+          spool,
+          new SpoolQuota(store.jobs, {
+            totalBytes: config.spoolMaxBytes,
+            accountBytes: config.accountSpoolMaxBytes,
+          }),
+          jobs,
+        ),
+        remoteScans: new RemoteScans(processor, spool, outbound.fetch),
+        readiness: new Readiness(
+          store,
+          clamd,
+          spool,
+          Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
+          runsJobs ? new QueueStatus(store, jobs) : null,
+        ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
-        spoolQuota: new SpoolQuota(store.jobs, {
-          totalBytes: config.spoolMaxBytes,
-          accountBytes: config.accountSpoolMaxBytes,
-        }),
       },
       logger,
+      { healthOnly: config.role === 'worker' },
     );
     const url = await app.listen({ host: config.host, port: config.port });
-    await jobs.start();
-    spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
-    await spoolSweeper.start();
-    callbacks.start();
+    if (runsJobs) {
+      await jobs.start();
+      spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
+      await spoolSweeper.start();
+      callbacks.start();
+    }
     let stopped: Promise<void> | null = null;
     return {
       url,

@@ -158,6 +158,14 @@ export const SETTINGS = {
     doc: 'URL of an S3-compatible server for ASSAY_SPOOL_URL (path-style); default: AWS.',
   },
   ASSAY_S3_REGION: { default: 'us-east-1', doc: 'Region of the ASSAY_SPOOL_URL bucket.' },
+  ASSAY_ROLE: {
+    default: 'all',
+    doc: '`api` (HTTP API only), `worker` (async jobs and callbacks; serves only /health) or `all`; `serve --role` sets it.',
+  },
+  ASSAY_PROCESSES: {
+    default: '1',
+    doc: 'Processes on one port (node:cluster); with role `all`, one runs jobs and the others `api`. `serve --processes` sets it.',
+  },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -6,7 +6,8 @@ import {
   type DetectionCategory,
   type KeyRateLimit,
   type Token,
-} from '../store/records.js';
+  type User,
+} from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import {
   hashSecret,
@@ -209,5 +210,27 @@ export class AccountService {
     };
     await this.store.tokens.insert(token);
     return token;
+  }
+
+  /** The token `id` of the account, or null (another account's token is not found either). */
+  async findToken(accountId: string, id: string): Promise<Token | null> {
+    const token = await this.store.tokens.find(id);
+    return token === null || token.accountId !== accountId ? null : token;
+  }
+
+  /** Ends the token `id` of the account at once; false when it has no such token. */
+  revokeToken(accountId: string, id: string): Promise<boolean> {
+    return this.store.tokens.delete(accountId, id);
+  }
+
+  /** The account with its users and keys (secrets are never part of a key record). */
+  async overview(accountId: string): Promise<{ account: Account; users: User[]; keys: ApiKey[] }> {
+    const account = await this.store.accounts.find(accountId);
+    if (account === null) throw new Error(`authenticated account ${accountId} is missing`);
+    const [users, keys] = await Promise.all([
+      this.store.users.list(accountId),
+      this.store.apiKeys.list(accountId),
+    ]);
+    return { account, users, keys };
   }
 }

@@ -1,4 +1,4 @@
-import type { KeyRateLimit } from '../store/records.js';
+import type { KeyRateLimit } from '../domain/records.js';
 
 /** What one request learns from its bucket; the numbers go into `x-ratelimit-*` headers. */
 export interface RateDecision {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import type { KeyRateLimit } from '../domain/records.js';
 import { PeriodicTask } from '../periodic-task.js';
-import type { KeyRateLimit } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import { type RateDecision, TokenBuckets } from './rate-limiter.js';
 

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config.js';
-import { Spool } from '../store/spool.js';
+import { openSpool } from '../spool/open-spool.js';
 import { nonNegativeInteger, print, withStore } from './admin-support.js';
 
 /** Asks on the terminal (or reads a line from standard input); true only for "yes". */
@@ -152,8 +152,10 @@ export function registerAccountCommands(admin: Command): void {
           process.exitCode = 1;
           return;
         }
-        const spool = new Spool(loadConfig().dataDir);
-        const erased = await accounts.deleteAccount(id, (key) => spool.remove(key));
+        const spool = await openSpool(loadConfig());
+        const erased = await accounts
+          .deleteAccount(id, (key) => spool.remove(key))
+          .finally(() => spool.close());
         if (erased === null) throw new InvalidArgumentError(`no account ${id}`);
         const { spoolKeys, ...counts } = erased;
         console.log(

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { AccountService } from '../accounts/account-service.js';
 import { loadConfig } from '../config.js';
+import { DETECTION_CATEGORIES, type DetectionCategory } from '../domain/records.js';
 import { openStore } from '../store/open-store.js';
-import { DETECTION_CATEGORIES, type DetectionCategory } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
 export function nonNegativeInteger(value: string): number {

@@ -1,4 +1,4 @@
-import type { DetectionCategory } from '../store/records.js';
+import type { DetectionCategory } from '../domain/records.js';
 
 /** What an engine found in one item. */
 export interface EngineReport {

@@ -1,4 +1,4 @@
-import type { DetectionCategory } from '../store/records.js';
+import type { DetectionCategory } from '../domain/records.js';
 import type { ContentEngine, EngineReport } from './engine.js';
 
 /**

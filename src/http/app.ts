@@ -30,8 +30,15 @@ export interface RouteEntry {
   url: string;
 }
 
-/** The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. */
-export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
+/**
+ * The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. `healthOnly` (a
+ * process of role `worker`): /health/live and /health/ready, and 404 for everything else.
+ */
+export async function buildApp(
+  services: Services,
+  logger: Logger,
+  { healthOnly = false }: { healthOnly?: boolean } = {},
+): Promise<FastifyInstance> {
   const { tls, trustProxy } = services.config;
   const rawErrors = rawErrorContext(services.config);
   const app = Fastify({
@@ -79,6 +86,10 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   await app.register(requestTimeouts);
   await app.register(responseHeaders);
   await app.register(proxyTrustWarnings);
+  if (healthOnly) {
+    await app.register(health);
+    return app;
+  }
   await app.register(authentication);
   await app.register(syncScanLimit);
   await app.register(health);

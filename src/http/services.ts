@@ -1,31 +1,29 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
-import type { ClamdClient } from '../engines/clamav/clamd-client.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { JobRunner } from '../processing/job-runner.js';
+import type { Intake } from '../processing/intake.js';
 import type { ContentProcessor } from '../processing/process-content.js';
-import type { SpoolQuota } from '../processing/spool-quota.js';
+import type { Readiness } from '../processing/readiness.js';
+import type { RemoteScans } from '../processing/remote-content.js';
 import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
-import type { Spool } from '../store/spool.js';
-import type { Store } from '../store/store.js';
 
 /** What the transport layer may call; built once by the service and handed to the app. */
 export interface Services {
   config: Config;
-  store: Store;
   accounts: AccountService;
   /** Keys' rate limits and failed authentications per address. */
   requestLimits: RequestLimits;
+  /** Synchronous scans, results and traces. */
   processor: ContentProcessor;
-  clamd: ClamdClient;
-  spool: Spool;
-  jobs: JobRunner;
+  /** Accepting asynchronous work: spooled uploads and fetches, committed as jobs. */
+  intake: Intake;
+  /** v2.2's synchronous `location` form: download, then scan. */
+  remoteScans: RemoteScans;
+  readiness: Readiness;
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
   /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
   syncScans: SyncScanLimit;
-  /** ASSAY_SPOOL_MAX_BYTES and ASSAY_ACCOUNT_SPOOL_MAX_BYTES: bytes held for async work. */
-  spoolQuota: SpoolQuota;
 }
 
 declare module 'fastify' {

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { newCallbackSecret } from '../accounts/credentials.js';
+import type { CallbackDelivery } from '../domain/records.js';
 import {
   OutboundError,
   type OutboundOptions,
@@ -9,7 +10,6 @@ import {
   postBody,
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
-import type { CallbackDelivery } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import {
   type AttemptOutcome,

@@ -1,4 +1,4 @@
-import type { Job, JobStage } from '../store/records.js';
+import type { Job, JobStage } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 
 /** A stage's slots in this process, and how many of them one account may hold in all processes. */

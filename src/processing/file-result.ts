@@ -1,4 +1,4 @@
-import type { StoredFile } from '../store/records.js';
+import type { StoredFile } from '../domain/records.js';
 
 export type ApiVersion = 'v2.0' | 'v2.1' | 'v2.2';
 /** The API an item was submitted through: a v2.x version, or the deprecated v1.0. */

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Job, JobStage, TraceEvent } from '../store/records.js';
-import type { Spool } from '../store/spool.js';
+import type { Job, JobStage, TraceEvent } from '../domain/records.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
 import { FairClaims, type StageLimits } from './fair-claims.js';
+import type { JobQueue } from './job-queue.js';
 import { downloadJob, type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
@@ -60,10 +61,10 @@ class RecordingError extends Error {}
  * - A failed store write never ends the loop: it is logged, and the job is put back (its attempt
  *   not counted) once the store takes writes again.
  */
-export class JobRunner {
+export class JobRunner implements JobQueue {
   private readonly active = new Map<string, Promise<void>>();
   /** Jobs of each stage running in this process. */
-  private readonly running: Record<JobStage, Set<string>> = {
+  private readonly stageRunning: Record<JobStage, Set<string>> = {
     download: new Set(),
     scan: new Set(),
   };
@@ -77,7 +78,7 @@ export class JobRunner {
 
   constructor(
     private readonly store: Store,
-    private readonly spool: Spool,
+    private readonly spool: ContentSpool,
     private readonly processor: ContentProcessor,
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
@@ -123,6 +124,11 @@ export class JobRunner {
     this.loop.notify();
   }
 
+  /** Jobs this process is running now. */
+  get running(): number {
+    return this.active.size;
+  }
+
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
     await this.loop.stop();
@@ -152,7 +158,7 @@ export class JobRunner {
   private async tick(): Promise<number> {
     let sleepMs = 60_000; // with every slot taken, a finishing job wakes the loop
     for (const stage of ['scan', 'download'] as const) {
-      const free = this.options.stages[stage].slots - this.running[stage].size;
+      const free = this.options.stages[stage].slots - this.stageRunning[stage].size;
       if (free <= 0) continue;
       const atCap = await this.claims.claim(
         stage,
@@ -172,10 +178,10 @@ export class JobRunner {
   }
 
   private launch(stage: JobStage, job: Job): void {
-    this.running[stage].add(job.id);
+    this.stageRunning[stage].add(job.id);
     const run = this.run(job).finally(() => {
       this.active.delete(job.id);
-      this.running[stage].delete(job.id);
+      this.stageRunning[stage].delete(job.id);
       this.loop.notify();
     });
     this.active.set(job.id, run);
@@ -277,7 +283,7 @@ export class JobRunner {
   /** The download is in the spool: the job waits for a scanning slot, its trace saying so. */
   private async downloaded(
     job: Job,
-    spooled: { path: string; size: number; downloaded: TraceEvent },
+    spooled: { key: string; size: number; downloaded: TraceEvent },
   ): Promise<void> {
     await this.store.transaction(async (store) => {
       await store.trace.append(job.id, spooled.downloaded.message, spooled.downloaded.timestamp);
@@ -384,9 +390,9 @@ export class JobRunner {
 
   /** After the outcome is stored; a file left behind is an orphan for the sweep, not a failure. */
   private async removeSpool(job: Job): Promise<void> {
-    if (job.spoolPath === null) return;
+    if (job.spoolKey === null) return;
     await this.spool
-      .remove(job.spoolPath)
+      .remove(job.spoolKey)
       .catch((error: unknown) =>
         this.logger.error({ err: error, job: job.id }, 'could not remove a spool file'),
       );

@@ -1,6 +1,6 @@
+import type { Job, TraceEvent } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { Job, TraceEvent } from '../store/records.js';
-import type { Spool } from '../store/spool.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
@@ -49,9 +49,9 @@ function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['fetch']
  */
 export async function downloadJob(
   job: Job,
-  spool: Spool,
+  spool: ContentSpool,
   options: JobScanOptions,
-): Promise<{ path: string; size: number; downloaded: TraceEvent }> {
+): Promise<{ key: string; size: number; downloaded: TraceEvent }> {
   return downloadToSpool(job.location ?? '', fetchLimits(job, options), {
     spool,
     spoolId: job.id,
@@ -64,15 +64,15 @@ export async function scanJob(
   job: Job,
   submission: Submission,
   processor: ContentProcessor,
-  spool: Spool,
+  spool: ContentSpool,
   options: JobScanOptions,
 ): Promise<ScannedContent> {
   const legacy = submission.version === 'v1.0' ? options.legacy : null;
   const categories = submission.principal.detectionCategories;
-  const { spoolPath } = job;
-  if (spoolPath === null) throw new Error(`job ${job.id} has no spool file`);
+  const { spoolKey } = job;
+  if (spoolKey === null) throw new Error(`job ${job.id} has no spool file`);
   if (job.kind === 'upload') {
-    return processor.scan(spool.read(spoolPath), {
+    return processor.scan(spool.read(spoolKey), {
       categories,
       receivedAt: job.creationDate,
       maxBytes: legacy?.maxPostBytes,
@@ -82,7 +82,7 @@ export async function scanJob(
   const limits = fetchLimits(job, options);
   return scanDownloaded(
     processor,
-    () => spool.read(spoolPath),
+    () => spool.read(spoolKey),
     job.location ?? '',
     { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
     { receivedAt: job.creationDate, categories },

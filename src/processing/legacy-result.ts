@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DetectionCategory, LegacyFormat, StoredFile } from '../store/records.js';
+import type { DetectionCategory, LegacyFormat, StoredFile } from '../domain/records.js';
 
 /** The deprecated v1.0 result: one document per scan, in JSON, XML or YAML. */
 export interface LegacyResult {

@@ -3,10 +3,11 @@ import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
 import type {
   DetectionCategory,
+  Job,
   LegacyJobOptions,
   StoredFile,
   TraceEvent,
-} from '../store/records.js';
+} from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { BalanceSpentError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
@@ -186,5 +187,28 @@ export class ContentProcessor {
 
   async findFile(principal: Principal, id: string): Promise<StoredFile | null> {
     return this.store.files.findForAccount(principal.accountId, id);
+  }
+
+  /** The trace of a result or of work not finished yet; null when the account has no such item. */
+  async findTrace(principal: Principal, id: string): Promise<TraceEvent[] | null> {
+    const item = await this.findItem(principal, id);
+    return item === null ? null : this.store.trace.list(id);
+  }
+
+  /**
+   * A result, or accepted work not finished yet, or null. The job's row goes in the transaction
+   * that records the result: read between the two (the result not there yet, the job gone by the
+   * time it is read, as concurrent transactions on PostgreSQL allow), the result is read again.
+   */
+  async findItem(
+    principal: Principal,
+    id: string,
+  ): Promise<{ file: StoredFile } | { pending: Job } | null> {
+    const file = await this.store.files.findForAccount(principal.accountId, id);
+    if (file !== null) return { file };
+    const pending = await this.store.jobs.findForAccount(principal.accountId, id);
+    if (pending !== null) return { pending };
+    const finished = await this.store.files.findForAccount(principal.accountId, id);
+    return finished === null ? null : { file: finished };
   }
 }

@@ -1,3 +1,6 @@
+import { newId } from '../accounts/credentials.js';
+import { SpoolTooLargeError } from '../domain/failures.js';
+import type { DetectionCategory, TraceEvent } from '../domain/records.js';
 import {
   type FetchedContent,
   fetchContent,
@@ -6,8 +9,7 @@ import {
   OutboundRefusedError,
 } from '../outbound/guarded-http.js';
 import { redactUrl } from '../outbound/target.js';
-import type { DetectionCategory, TraceEvent } from '../store/records.js';
-import { type Spool, SpoolTooLargeError } from '../store/spool.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
 import { type ContentProcessor, event, type ScannedContent } from './process-content.js';
 
@@ -24,7 +26,7 @@ export class RemoteContentError extends Error {
 /** What a fetch needs besides the URL and the outbound options. */
 export interface FetchContext {
   /** The spool holds the download until it is scanned; the file is removed afterwards. */
-  spool: Spool;
+  spool: ContentSpool;
   /** The spool file's name: the job's id, or a new id for a synchronous fetch. */
   spoolId: string;
   receivedAt: string;
@@ -100,20 +102,20 @@ function tooLong(doing: string, location: string, timeoutMs: number): RemoteCont
 export async function downloadToSpool(
   location: string,
   options: OutboundOptions & { maxBytes: number },
-  target: { spool: Spool; spoolId: string; durable: boolean },
-): Promise<{ path: string; size: number; downloaded: TraceEvent }> {
+  target: { spool: ContentSpool; spoolId: string; durable: boolean },
+): Promise<{ key: string; size: number; downloaded: TraceEvent }> {
   const { spool } = target;
   let remote: FetchedContent | null = null;
-  let spooledPath: string | null = null;
+  let spooledKey: string | null = null;
   // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
   const removeSpooled = () =>
-    spooledPath === null ? undefined : spool.remove(spooledPath).catch(() => {});
+    spooledKey === null ? undefined : spool.remove(spooledKey).catch(() => {});
   const download = async (signal: AbortSignal) => {
     remote = await fetchContent(location, options);
     const spooled = await spool.write(target.spoolId, remote.body, options.maxBytes, {
       durable: target.durable,
     });
-    spooledPath = spooled.path;
+    spooledKey = spooled.key;
     // Finished just after the deadline: nobody takes the file any more.
     if (signal.aborted) await removeSpooled();
     const downloaded = event(
@@ -182,7 +184,7 @@ export async function fetchAndScan(
   try {
     const scanned = await scanDownloaded(
       processor,
-      () => spool.read(spooled.path),
+      () => spool.read(spooled.key),
       location,
       { timeoutMs: options.totalTimeoutMs, maxBytes: options.maxBytes },
       context,
@@ -190,6 +192,26 @@ export async function fetchAndScan(
     return { scanned, downloaded: spooled.downloaded };
   } finally {
     // An abandoned scan may still read it: removed all the same (the read fails, nothing waits).
-    await spool.remove(spooled.path).catch(() => {});
+    await spool.remove(spooled.key).catch(() => {});
+  }
+}
+
+/** Synchronous fetches (v2.2's `location` form): downloaded into the spool under a new id, scanned. */
+export class RemoteScans {
+  constructor(
+    private readonly processor: ContentProcessor,
+    private readonly spool: ContentSpool,
+    private readonly options: OutboundOptions & { maxBytes: number },
+  ) {}
+
+  fetchAndScan(
+    location: string,
+    context: Omit<FetchContext, 'spool' | 'spoolId'>,
+  ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
+    return fetchAndScan(this.processor, location, this.options, {
+      ...context,
+      spool: this.spool,
+      spoolId: newId(),
+    });
   }
 }

@@ -1,11 +1,11 @@
 import { newId } from '../accounts/credentials.js';
-import { redactUrl } from '../outbound/target.js';
 import type {
   CallbackDelivery,
   LegacyJobOptions,
   StoredFile,
   TraceEvent,
-} from '../store/records.js';
+} from '../domain/records.js';
+import { redactUrl } from '../outbound/target.js';
 import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { DetectionCategory } from '../domain/records.js';
 import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
 import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
 import {
@@ -7,7 +8,6 @@ import {
   SNIFF_BYTES,
 } from '../engines/content-type.js';
 import type { ContentEngine, EngineReport } from '../engines/engine.js';
-import type { DetectionCategory } from '../store/records.js';
 import {
   ContentNotExaminedError,
   ContentTooLargeError,

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { PeriodicTask } from '../periodic-task.js';
-import type { Spool } from '../store/spool.js';
+import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 
-/** Spool files no job refers to are removed once this old (an upload in progress is younger). */
+/** ContentSpool files no job refers to are removed once this old (an upload in progress is younger). */
 const SPOOL_ORPHAN_GRACE_MS = 60 * 60_000;
 const SPOOL_SWEEP_INTERVAL_MS = 15 * 60_000;
 
@@ -12,7 +12,7 @@ const SPOOL_SWEEP_INTERVAL_MS = 15 * 60_000;
  * and every 15 minutes, with a log line of what it removed.
  */
 export class SpoolSweeper extends PeriodicTask {
-  constructor(store: Store, spool: Spool, logger: Logger) {
+  constructor(store: Store, spool: ContentSpool, logger: Logger) {
     super(
       async () => {
         const removed = await spool.removeOrphans(SPOOL_ORPHAN_GRACE_MS, (id) =>

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 /**
  * Where async content waits for its job: the data directory, a shared directory or an S3 bucket.
  * Jobs store the key, never where it lives, so any process with the same spool can read it.
- * The local Spool (src/store/spool.ts) and S3Spool both satisfy this.
+ * LocalSpool (a directory) and S3Spool (a bucket) implement it; `openSpool` picks one.
  */
 export interface ContentSpool {
   /** For logs: the directory or `s3://bucket/prefix at endpoint`; never a credential. */
@@ -48,4 +48,7 @@ export interface ContentSpool {
 
   /** A write beside the spool (the store's) found the disk full. */
   noteDiskFull(): void;
+
+  /** Releases connections (S3's); the spool is not used afterwards. */
+  close(): void;
 }

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { ContentSpool } from './content-spool.js';
+import { LocalSpool } from './local-spool.js';
 import { parseS3Url } from './s3-url.js';
 
 export interface SpoolSettings {
@@ -16,12 +17,12 @@ export interface SpoolSettings {
 
 /**
  * The spool the settings name: an S3 bucket when ASSAY_SPOOL_URL is set, else a directory (the
- * shared one, or the data directory's) made by `makeLocal`. The S3 adapter (and the AWS SDK) is
+ * shared one, or the data directory's). The S3 adapter (and the AWS SDK) is
  * loaded only when used.
  */
 export async function openSpool(
   settings: SpoolSettings,
-  makeLocal: (dir: string) => ContentSpool,
+  makeLocal: (dir: string) => ContentSpool = (dir) => new LocalSpool(dir),
 ): Promise<ContentSpool> {
   if (settings.spoolUrl !== '') {
     const { S3Spool } = await import('./s3-spool.js');

@@ -7,7 +7,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { SpoolTooLargeError } from '../store/spool.js';
+import { SpoolTooLargeError } from '../domain/failures.js';
 import type { ContentSpool } from './content-spool.js';
 import type { S3Location } from './s3-url.js';
 
@@ -44,7 +44,7 @@ const S3_MIN_PART_SIZE = 5 * 1024 * 1024;
 export const S3_PART_SIZE = 8 * 1024 * 1024;
 const S3_QUEUE_SIZE = 2;
 
-/** Spool keys are job ids; anything else under the prefix is not ours to touch. */
+/** ContentSpool keys are job ids; anything else under the prefix is not ours to touch. */
 const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 
 function errorName(error: unknown): string {

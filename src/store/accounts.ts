@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Account, AccountErasure } from './records.js';
+import type { Account, AccountErasure } from '../domain/records.js';
 import type { AccountsTable, Database } from './schema.js';
 
 function toAccount(row: Selectable<AccountsTable>): Account {
@@ -82,7 +82,7 @@ export class AccountRepository {
     if ((await this.find(id)) === null) return null;
     const jobs = await this.db
       .selectFrom('jobs')
-      .select(['id', 'spool_path'])
+      .select(['id', 'spool_key'])
       .where('account_id', '=', id)
       .execute();
     const count = (result: { numDeletedRows: bigint }[]) =>
@@ -108,7 +108,7 @@ export class AccountRepository {
       tokens: await remove('tokens'),
       keys: await remove('api_keys'),
       users: await remove('users'),
-      spoolKeys: jobs.flatMap((job) => (job.spool_path === null ? [] : [job.spool_path])),
+      spoolKeys: jobs.flatMap((job) => (job.spool_key === null ? [] : [job.spool_key])),
     };
     await this.db.deleteFrom('accounts').where('id', '=', id).execute();
     return erasure;

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ApiKey, DetectionCategory, KeyRateLimit } from './records.js';
+import type { ApiKey, DetectionCategory, KeyRateLimit } from '../domain/records.js';
 import type { ApiKeysTable, Database } from './schema.js';
 
 function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {

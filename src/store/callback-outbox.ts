@@ -1,5 +1,5 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
-import type { CallbackDelivery } from './records.js';
+import type { CallbackDelivery } from '../domain/records.js';
 import type { CallbackDeliveriesTable, Database } from './schema.js';
 
 function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery {

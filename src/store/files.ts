@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { StoredFile } from './records.js';
+import type { StoredFile } from '../domain/records.js';
 import type { Database, FilesTable } from './schema.js';
 
 function toStoredFile(row: Selectable<FilesTable>): StoredFile {

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Job, JobKind, JobStage, LegacyJobOptions } from './records.js';
+import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
 import type { Database, JobsTable } from './schema.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
@@ -11,7 +11,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     kind: row.kind as JobKind,
     state: row.state as Job['state'],
     location: row.location,
-    spoolPath: row.spool_path,
+    spoolKey: row.spool_key,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     callback: row.callback,
     attempts: row.attempts,
@@ -39,7 +39,7 @@ export class JobRepository {
         kind: job.kind,
         state: job.state,
         location: job.location,
-        spool_path: job.spoolPath,
+        spool_key: job.spoolKey,
         metadata: JSON.stringify(job.metadata),
         callback: job.callback,
         attempts: job.attempts,
@@ -50,7 +50,7 @@ export class JobRepository {
         size: job.size ?? 0,
         credit_held: job.creditHeld === true ? 1 : 0,
         // A fetch is downloaded into the spool first; content already there goes to the scan.
-        stage: job.kind === 'fetch' && job.spoolPath === null ? 'download' : 'scan',
+        stage: job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan',
       })
       .execute();
   }
@@ -161,13 +161,13 @@ export class JobRepository {
    * A claimed fetch whose content is now in the spool moves to the scan stage, due at once. Its
    * attempt is refunded: the download worked, and the scan's claim counts one of its own.
    */
-  async downloaded(id: string, spool: { path: string; size: number }, now: string): Promise<void> {
+  async downloaded(id: string, spool: { key: string; size: number }, now: string): Promise<void> {
     await this.db
       .updateTable('jobs')
       .set((eb) => ({
         stage: 'scan',
         state: 'pending',
-        spool_path: spool.path,
+        spool_key: spool.key,
         size: spool.size,
         run_after: now,
         attempts: eb('attempts', '-', 1),
@@ -176,6 +176,19 @@ export class JobRepository {
       .where('state', '=', 'processing')
       .where('stage', '=', 'download')
       .execute();
+  }
+
+  /**
+   * Jobs that may be claimed by `now` (pending and due, or processing with an expired lease), and
+   * the earliest moment one of them fell due; for a worker's readiness report.
+   */
+  async dueSummary(now: string): Promise<{ count: number; oldest: string | null }> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('run_after').as('oldest')])
+      .where('run_after', '<=', now)
+      .executeTakeFirst();
+    return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
   }
 
   /** The earliest moment a job may be claimed (a due time or the end of a lease), if any. */

@@ -61,7 +61,7 @@ export interface JobsTable {
   /** 'pending' or 'processing' (claimed by a worker, which holds it until `run_after`). */
   state: string;
   location: string | null;
-  spool_path: string | null;
+  spool_key: string | null;
   metadata: string;
   callback: string | null;
   attempts: number;

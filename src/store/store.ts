@@ -17,6 +17,7 @@ import * as jobCredit from './migrations/0010-job-credit.js';
 import * as jobStages from './migrations/0011-job-stages.js';
 import * as traceOrder from './migrations/0012-trace-order.js';
 import * as rateBuckets from './migrations/0013-rate-buckets.js';
+import * as spoolKey from './migrations/0014-spool-key.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '0011-job-stages': jobStages,
   '0012-trace-order': traceOrder,
   '0013-rate-buckets': rateBuckets,
+  '0014-spool-key': spoolKey,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

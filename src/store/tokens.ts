@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Token } from './records.js';
+import type { Token } from '../domain/records.js';
 import type { Database, TokensTable } from './schema.js';
 
 function toToken(row: Selectable<TokensTable>): Token {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { TraceEvent } from './records.js';
+import type { TraceEvent } from '../domain/records.js';
 import type { Database } from './schema.js';
 
 export class TraceRepository {

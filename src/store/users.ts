@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { User } from './records.js';
+import type { User } from '../domain/records.js';
 import type { Database } from './schema.js';
 
 export class UserRepository {

@@ -46,7 +46,7 @@ describe('assay admin account disable, enable and delete', () => {
       kind: 'upload',
       state: 'pending',
       location: null,
-      spoolPath: null,
+      spoolKey: null,
       metadata: {},
       callback: null,
       attempts: 0,

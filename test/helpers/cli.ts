@@ -11,7 +11,11 @@ export interface ServeProcess {
   clamdPid: number;
   /** Log messages so far (`msg` of each JSON line). */
   messages: string[];
+  /** The JSON log lines so far, whole (`pid` tells the processes of `--processes` apart). */
+  records: LogRecord[];
 }
+
+export type LogRecord = Record<string, unknown> & { msg?: string; pid?: number };
 
 /**
  * Starts the real CLI (`assay serve`) in its own process group, as a terminal would, and reads
@@ -22,6 +26,8 @@ export async function startServe(
   env: Record<string, string>,
   /** A command that runs the service, e.g. strace and its options. */
   wrapper: string[] = [],
+  /** Options of `serve`, e.g. `--role worker`. */
+  serveArgs: string[] = [],
 ): Promise<ServeProcess> {
   const [command = process.execPath, ...args] = [
     ...wrapper,
@@ -30,6 +36,7 @@ export async function startServe(
     'tsx',
     'src/main.ts',
     'serve',
+    ...serveArgs,
   ];
   const child = spawn(command, args, {
     env: {
@@ -45,25 +52,31 @@ export async function startServe(
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   const messages: string[] = [];
+  const records: LogRecord[] = [];
   let url = '';
   let clamdPid = 0;
+  // One listener for the process's whole life: breaking out of a `for await` would close the
+  // reader, losing the lines after 'assay is serving' and leaving the child's stdout unread.
   const lines = createInterface({ input: child.stdout ?? process.stdin });
-  for await (const line of lines) {
-    const record = JSON.parse(line) as { msg?: string; url?: string; pid?: number };
-    messages.push(record.msg ?? '');
-    if (record.msg === 'clamd started') clamdPid = record.pid ?? 0;
-    if (record.msg === 'assay is serving') {
-      url = record.url ?? '';
-      break;
-    }
-  }
-  lines.on('line', (line) => messages.push((JSON.parse(line) as { msg?: string }).msg ?? ''));
+  await new Promise<void>((resolve) => {
+    lines.on('line', (line) => {
+      const record = JSON.parse(line) as LogRecord & { url?: string };
+      messages.push(record.msg ?? '');
+      records.push(record);
+      if (record.msg === 'clamd started' && clamdPid === 0) clamdPid = record.pid ?? 0;
+      if (record.msg === 'assay is serving' && url === '') {
+        url = record.url ?? '';
+        resolve();
+      }
+    });
+    lines.on('close', resolve);
+  });
   assert.match(
     url,
     /^http:\/\/127\.0\.0\.1:\d+$/,
     `assay serve did not start: ${messages.join(' | ')}`,
   );
-  return { child, url, clamdPid, messages };
+  return { child, url, clamdPid, messages, records };
 }
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. */

@@ -307,7 +307,7 @@ describe('what an item costs', () => {
       kind: 'fetch' as const,
       state: 'pending' as const,
       location: `${remote.url}${path}`,
-      spoolPath: null,
+      spoolKey: null,
       metadata: {},
       callback: null,
       attempts: 0,

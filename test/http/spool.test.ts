@@ -176,7 +176,7 @@ describe('orphan spool files', () => {
         kind: 'upload',
         state: 'pending',
         location: null,
-        spoolPath: join(spool, names.referenced),
+        spoolKey: names.referenced,
         metadata: {},
         callback: null,
         attempts: 0,

@@ -5,6 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { SpoolTooLargeError } from '../../src/domain/failures.js';
 import type { ContentSpool } from '../../src/spool/content-spool.js';
 import { openSpool } from '../../src/spool/open-spool.js';
 import {
@@ -13,7 +14,6 @@ import {
   S3SpoolError,
   type S3SpoolOptions,
 } from '../../src/spool/s3-spool.js';
-import { SpoolTooLargeError } from '../../src/store/spool.js';
 import { guardRefused, guardSeen } from '../helpers/loopback-only.js';
 import { type S3TestServer, startS3Server } from '../helpers/s3-server.js';
 

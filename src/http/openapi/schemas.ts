@@ -5,7 +5,7 @@ import {
   type TSchema,
   Type,
 } from '@sinclair/typebox';
-import { DETECTION_CATEGORIES } from '../../store/records.js';
+import { DETECTION_CATEGORIES } from '../../domain/records.js';
 
 /**
  * Response bodies of the v2.x API as JSON Schema (TypeBox), the one description of their shape:

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { isDiskFull, isStoreUnavailable } from '../../domain/failures.js';
 import {
   BalanceSpentError,
   ContentNotExaminedError,
@@ -8,8 +9,6 @@ import {
   EngineUnavailableError,
   SpoolQuotaExceededError,
 } from '../../processing/errors.js';
-import { isDiskFull } from '../../store/spool.js';
-import { isStoreUnavailable } from '../../store/store-errors.js';
 import { HttpError } from '../http-error.js';
 import { isLegacyPath, legacyPrefix } from '../legacy-path.js';
 import { MAX_FORM_BYTES } from '../request-body.js';
@@ -135,7 +134,7 @@ export function clientErrorOf(
 ): Required<ClientError> {
   const known = classify(error);
   // Readiness reports the full disk until space returns.
-  if (isDiskFull(error)) request.server.services.spool.noteDiskFull();
+  if (isDiskFull(error)) request.server.services.readiness.noteDiskFull();
   if (known === null) {
     request.log.error({ err: error }, 'request failed');
   } else if (known.statusCode >= 500) {

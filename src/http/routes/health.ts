@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ClamdVersion } from '../../engines/clamav/clamd-client.js';
 import { ownSignaturesVersion } from '../../engines/clamav/signatures.js';
-import { MULTIPART_OVERHEAD } from '../multipart-submission.js';
 
 function describeClamav(version: ClamdVersion, ownVersion: string) {
   const date = version.databaseDate;
@@ -28,20 +27,18 @@ function publicReason(reason: unknown): string {
 
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
- * engine's versions). Both are open without credentials, so they name no file, socket or address.
+ * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
+ * how long the oldest due one has waited). Both are open without credentials, so they name no
+ * file, socket or address.
  */
 export default async function health(app: FastifyInstance) {
-  const { store, clamd, spool, config } = app.services;
+  const { readiness } = app.services;
   const ownVersion = ownSignaturesVersion();
 
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck, diskCheck] = await Promise.allSettled([
-      store.ping(),
-      clamd.version(),
-      spool.diskFull(Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD),
-    ]);
+    const [storeCheck, clamdCheck, diskCheck, queueCheck] = await readiness.check();
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
@@ -61,6 +58,10 @@ export default async function health(app: FastifyInstance) {
       engines:
         clamdCheck.status === 'fulfilled' ? [describeClamav(clamdCheck.value, ownVersion)] : [],
       problems,
+      // A process that runs jobs says how far behind the queue is (null: the store did not answer).
+      ...(readiness.runsJobs
+        ? { queue: queueCheck.status === 'fulfilled' ? queueCheck.value : null }
+        : {}),
     });
   });
 }

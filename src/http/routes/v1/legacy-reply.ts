@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { LegacyFormat } from '../../../domain/records.js';
 import {
   LEGACY_FORMATS,
   type LegacyResult,
   renderLegacy,
 } from '../../../processing/legacy-result.js';
-import type { LegacyFormat } from '../../../store/records.js';
 import { HttpError } from '../../http-error.js';
 import { clientErrorOf } from '../../plugins/error-handler.js';
 

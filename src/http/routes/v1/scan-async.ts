@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { EmptyContentError } from '../../../processing/errors.js';
+import { ContentTooLargeError } from '../../../processing/errors.js';
 import { newLegacyId, pendingResult } from '../../../processing/legacy-result.js';
-import { SpoolTooLargeError } from '../../../store/spool.js';
 import { HttpError } from '../../http-error.js';
 import { declaredLength } from '../../multipart-submission.js';
 import { legacySubmitterOf, rawBodyOf, refuseDeclaredOversize } from './legacy-access.js';
@@ -24,7 +23,7 @@ async function* hashed(
  * 200 with `pending`; the result follows at /api/scan/status/<request_id>.
  */
 export default async function scanAsync(app: FastifyInstance) {
-  const { config, spool, jobs, spoolQuota } = app.services;
+  const { config, intake } = app.services;
   const maxBytes = config.legacyMaxPostSize;
 
   app.post('/async', async (request, reply) => {
@@ -32,21 +31,18 @@ export default async function scanAsync(app: FastifyInstance) {
     const principal = legacySubmitterOf(request);
     refuseDeclaredOversize(request, maxBytes);
     // The quota is decided on the declared length before a byte is stored, and again as it streams.
-    const reservation = await spoolQuota.reserve(principal.accountId, declaredLength(request));
-    let committed = false;
-    const id = newLegacyId();
-    const receivedAt = new Date().toISOString();
-    const sha1 = createHash('sha1');
+    const upload = await intake.beginUpload(
+      principal,
+      declaredLength(request),
+      maxBytes,
+      newLegacyId(),
+    );
     try {
-      let spooled: { path: string; size: number };
+      const sha1 = createHash('sha1');
       try {
-        spooled = await spool.write(
-          id,
-          hashed(reservation.count(rawBodyOf(request)), sha1),
-          maxBytes,
-        );
+        await upload.store(hashed(rawBodyOf(request), sha1));
       } catch (error) {
-        if (error instanceof SpoolTooLargeError) {
+        if (error instanceof ContentTooLargeError) {
           throw new HttpError(
             413,
             `the content exceeds the maximum POST size of ${maxBytes} bytes`,
@@ -55,38 +51,18 @@ export default async function scanAsync(app: FastifyInstance) {
         throw error;
       }
       const checksum = sha1.digest('hex');
-      try {
-        if (spooled.size === 0) throw new EmptyContentError();
-        await jobs.submit(
-          {
-            id,
-            accountId: principal.accountId,
-            apiKeyId: principal.keyId,
-            apiVersion: 'v1.0',
-            kind: 'upload',
-            state: 'pending',
-            location: null,
-            spoolPath: spooled.path,
-            metadata: {},
-            callback: null,
-            attempts: 0,
-            runAfter: receivedAt,
-            creationDate: receivedAt,
-            legacy: { callback: null, postCallback: null, format: args.format, checksum },
-            size: spooled.size,
-          },
-          `received: v1.0 upload of ${spooled.size} bytes`,
-        );
-        committed = true;
-      } catch (error) {
-        // Nothing refers to the content unless the job was committed.
-        await spool.remove(spooled.path);
-        throw error;
-      }
-      return sendLegacy(reply, 200, pendingResult(id, checksum), args);
+      await upload.commit(
+        {
+          apiVersion: 'v1.0',
+          metadata: {},
+          callback: null,
+          legacy: { callback: null, postCallback: null, format: args.format, checksum },
+        },
+        (size) => `received: v1.0 upload of ${size} bytes`,
+      );
+      return sendLegacy(reply, 200, pendingResult(upload.id, checksum), args);
     } finally {
-      // From the commit on, the store counts the job's bytes.
-      reservation.release(committed);
+      await upload.end();
     }
   });
 }

@@ -24,7 +24,7 @@ function optionalCallback(form: URLSearchParams, name: string, policy: AddressPo
  * engine is set up to scan. When done, `callback` gets a bare GET and `post_callback` the result.
  */
 export default async function scanFetch(app: FastifyInstance) {
-  const { jobs, outbound } = app.services;
+  const { intake, outbound } = app.services;
 
   app.post('/fetch', async (request, reply) => {
     const args = legacyArguments(request);
@@ -36,26 +36,17 @@ export default async function scanFetch(app: FastifyInstance) {
     if (location === null) throw new HttpError(400, 'url is required: the URL of the content');
     const callback = optionalCallback(request.body, 'callback', outbound.fetch.policy);
     const postCallback = optionalCallback(request.body, 'post_callback', outbound.fetch.policy);
-    const id = newLegacyId();
-    const receivedAt = new Date().toISOString();
-    await jobs.submit(
+    const id = await intake.acceptFetch(
+      principal,
+      location,
       {
-        id,
-        accountId: principal.accountId,
-        apiKeyId: principal.keyId,
         apiVersion: 'v1.0',
-        kind: 'fetch',
-        state: 'pending',
-        location,
-        spoolPath: null,
         metadata: {},
         callback: null,
-        attempts: 0,
-        runAfter: receivedAt,
-        creationDate: receivedAt,
         legacy: { callback, postCallback, format: args.format, checksum: null },
       },
       `received: v1.0 fetch of ${redactUrl(location)}`,
+      newLegacyId(),
     );
     return sendLegacy(reply, 200, pendingResult(id, null), args);
   });

@@ -9,7 +9,7 @@ import { legacyArguments, sendLegacy } from './legacy-reply.js';
  * id that is malformed, unknown or another account's.
  */
 export default async function scanStatus(app: FastifyInstance) {
-  const { processor, store } = app.services;
+  const { processor } = app.services;
 
   app.get<{ Params: { requestId: string } }>('/status/:requestId', async (request, reply) => {
     const args = legacyArguments(request);
@@ -17,10 +17,9 @@ export default async function scanStatus(app: FastifyInstance) {
     const id = fileIdOf(request.params.requestId);
     const notFound = new HttpError(404, `no scan with request_id ${request.params.requestId}`);
     if (id === null) throw notFound;
-    const file = await processor.findFile(principal, id);
-    if (file !== null) return sendLegacy(reply, 200, legacyResultOf(file), args);
-    const job = await store.jobs.findForAccount(principal.accountId, id);
-    if (job === null) throw notFound;
-    return sendLegacy(reply, 200, pendingResult(id, job.legacy?.checksum ?? null), args);
+    const item = await processor.findItem(principal, id);
+    if (item === null) throw notFound;
+    if ('file' in item) return sendLegacy(reply, 200, legacyResultOf(item.file), args);
+    return sendLegacy(reply, 200, pendingResult(id, item.pending.legacy?.checksum ?? null), args);
   });
 }

@@ -1,8 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { newId } from '../../../accounts/credentials.js';
-import { EmptyContentError } from '../../../processing/errors.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
-import { SpoolTooLargeError } from '../../../store/spool.js';
 import { HttpError } from '../../http-error.js';
 import { checkUploadHeaders, declaredLength, readUploadForm } from '../../multipart-submission.js';
 import type { AcknowledgementBody } from '../../openapi/schemas.js';
@@ -17,22 +14,16 @@ export default async function createFileAsync(
   app: FastifyInstance,
   options: { version: ApiVersion },
 ) {
-  const { config, spool, jobs, spoolQuota, outbound } = app.services;
+  const { config, intake, outbound } = app.services;
   const { version } = options;
 
   app.post('/files/async', async (request, reply) => {
     const principal = submitterOf(request);
-    const id = newId();
-    const receivedAt = new Date().toISOString();
     checkUploadHeaders(request, config.maxFileSize);
     // The quota is decided on the declared length before a byte is stored, and again as it streams.
-    const reservation = await spoolQuota.reserve(principal.accountId, declaredLength(request));
-    let committed = false;
-    // Whatever fails after the content is spooled (a second file part, a bad field after it, the
-    // client going away, the job's commit) must not leave it behind.
-    let written: string | null = null;
+    const upload = await intake.beginUpload(principal, declaredLength(request), config.maxFileSize);
     try {
-      const { file: spooled, fields } = await readUploadForm(
+      const { file, fields } = await readUploadForm(
         request,
         {
           maxFileSize: config.maxFileSize,
@@ -40,50 +31,21 @@ export default async function createFileAsync(
           acceptLocation: false,
           policy: outbound.fetch.policy,
         },
-        async (content) => {
-          try {
-            const result = await spool.write(id, reservation.count(content), config.maxFileSize);
-            written = result.path;
-            return result;
-          } catch (error) {
-            if (error instanceof SpoolTooLargeError) throw new HttpError(413, error.message);
-            throw error;
-          }
-        },
+        (content) => upload.store(content),
       );
-      if (spooled === null) {
+      if (file === null) {
         throw new HttpError(400, 'no content: send the content as a multipart part named file');
       }
-      if (spooled.size === 0) throw new EmptyContentError();
-      await jobs.submit(
-        {
-          id,
-          accountId: principal.accountId,
-          apiKeyId: principal.keyId,
-          apiVersion: version,
-          kind: 'upload',
-          state: 'pending',
-          location: null,
-          spoolPath: spooled.path,
-          metadata: fields.metadata,
-          callback: fields.callback,
-          attempts: 0,
-          runAfter: receivedAt,
-          creationDate: receivedAt,
-          size: spooled.size,
-        },
-        `received: upload of ${spooled.size} bytes`,
+      await upload.commit(
+        { apiVersion: version, metadata: fields.metadata, callback: fields.callback },
+        (size) => `received: upload of ${size} bytes`,
       );
-      committed = true;
-    } catch (error) {
-      if (written !== null) await spool.remove(written);
-      throw error;
     } finally {
-      reservation.release(committed);
+      await upload.end();
     }
     return reply
       .code(202)
-      .header('location', fileLocation(request, config.publicUrl, version, id))
-      .send({ id } satisfies AcknowledgementBody);
+      .header('location', fileLocation(request, config.publicUrl, version, upload.id))
+      .send({ id: upload.id } satisfies AcknowledgementBody);
   });
 }

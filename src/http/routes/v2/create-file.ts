@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { newId } from '../../../accounts/credentials.js';
 import { type ApiVersion, hasMetadata, renderFileResult } from '../../../processing/file-result.js';
 import type { Submission } from '../../../processing/process-content.js';
-import { fetchAndScan, RemoteContentError } from '../../../processing/remote-content.js';
+import { RemoteContentError } from '../../../processing/remote-content.js';
 import { HttpError } from '../../http-error.js';
 import { readUploadForm } from '../../multipart-submission.js';
 import { submitterOf } from '../../plugins/authentication.js';
@@ -15,7 +14,7 @@ const REMOTE_STATUS = { refused: 400, 'too-large': 413, unavailable: 502 } as co
  * v2.2 also takes `location`, a URL to download instead of a `file` part.
  */
 export default async function createFile(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { processor, config, outbound, spool } = app.services;
+  const { processor, remoteScans, config, outbound } = app.services;
   const { version } = options;
 
   app.post('/files', { config: { syncScan: true } }, async (request, reply) => {
@@ -48,9 +47,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
       }
       try {
         // A stalled or failing remote is final (502 naming it), never a 503 inviting a retry.
-        const fetched = await fetchAndScan(processor, fields.location, outbound.fetch, {
-          spool,
-          spoolId: newId(),
+        const fetched = await remoteScans.fetchAndScan(fields.location, {
           receivedAt: new Date().toISOString(),
           categories: principal.detectionCategories,
         });

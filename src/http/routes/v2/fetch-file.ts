@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { newId } from '../../../accounts/credentials.js';
 import { redactUrl } from '../../../outbound/target.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
 import { HttpError } from '../../http-error.js';
@@ -13,7 +12,7 @@ import { fileLocation } from './locations.js';
  * download happens in the background, so the answer never waits on the remote host.
  */
 export default async function fetchFile(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { config, jobs, outbound } = app.services;
+  const { config, intake, outbound } = app.services;
   const { version } = options;
 
   app.post('/files/fetch', async (request, reply) => {
@@ -32,23 +31,13 @@ export default async function fetchFile(app: FastifyInstance, options: { version
     }
     if (location === null)
       throw new HttpError(400, 'location is required: the URL of the content to fetch');
-    const id = newId();
-    const receivedAt = new Date().toISOString();
-    await jobs.submit(
+    const id = await intake.acceptFetch(
+      principal,
+      location,
       {
-        id,
-        accountId: principal.accountId,
-        apiKeyId: principal.keyId,
         apiVersion: version,
-        kind: 'fetch',
-        state: 'pending',
-        location,
-        spoolPath: null,
         metadata: collector.fields.metadata,
         callback: collector.fields.callback,
-        attempts: 0,
-        runAfter: receivedAt,
-        creationDate: receivedAt,
       },
       `received: fetch of ${redactUrl(location)}`,
     );

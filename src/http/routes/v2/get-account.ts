@@ -9,16 +9,11 @@ function toSecond(date: string | null): string | null {
 
 /** GET /account.json (v2.1+, beta): the account with its users and keys; API keys only. */
 export default async function getAccount(app: FastifyInstance) {
-  const { store } = app.services;
+  const { accounts } = app.services;
 
   app.get('/account.json', async (request) => {
     const { accountId } = keyHolderOf(request);
-    const account = await store.accounts.find(accountId);
-    if (account === null) throw new Error(`authenticated account ${accountId} is missing`);
-    const [users, keys] = await Promise.all([
-      store.users.list(accountId),
-      store.apiKeys.list(accountId),
-    ]);
+    const { account, users, keys } = await accounts.overview(accountId);
     return {
       name: account.name,
       balance: account.balance,

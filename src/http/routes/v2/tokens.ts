@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TOKEN_TIMEOUT } from '../../../accounts/account-service.js';
+import type { Token } from '../../../domain/records.js';
 import type { ApiVersion } from '../../../processing/file-result.js';
-import type { Token } from '../../../store/records.js';
 import { HttpError } from '../../http-error.js';
 import type { TokenBody } from '../../openapi/schemas.js';
 import { keyHolderOf } from '../../plugins/authentication.js';
@@ -30,7 +30,7 @@ function timeoutOf(request: FastifyRequest): number {
  * /auth/tokens/{id}. Only API keys manage tokens; a token cannot mint another.
  */
 export default async function tokens(app: FastifyInstance, options: { version: ApiVersion }) {
-  const { accounts, store, config } = app.services;
+  const { accounts, config } = app.services;
 
   app.post('/auth/tokens', async (request, reply) => {
     const principal = keyHolderOf(request);
@@ -46,16 +46,14 @@ export default async function tokens(app: FastifyInstance, options: { version: A
 
   app.get<{ Params: { id: string } }>('/auth/tokens/:id', async (request) => {
     const principal = keyHolderOf(request);
-    const token = await store.tokens.find(request.params.id);
-    if (token === null || token.accountId !== principal.accountId) {
-      throw new HttpError(404, 'no such token');
-    }
+    const token = await accounts.findToken(principal.accountId, request.params.id);
+    if (token === null) throw new HttpError(404, 'no such token');
     return renderToken(token);
   });
 
   app.delete<{ Params: { id: string } }>('/auth/tokens/:id', async (request, reply) => {
     const principal = keyHolderOf(request);
-    if (!(await store.tokens.delete(principal.accountId, request.params.id))) {
+    if (!(await accounts.revokeToken(principal.accountId, request.params.id))) {
       throw new HttpError(404, 'no such token');
     }
     return reply.code(204).send();

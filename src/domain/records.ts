@@ -77,7 +77,7 @@ export interface Job {
   kind: JobKind;
   state: 'pending' | 'processing';
   location: string | null;
-  spoolPath: string | null;
+  spoolKey: string | null;
   metadata: Record<string, string>;
   callback: string | null;
   /** Attempts so far, the running one included; attempts cut short by an engine outage do not count. */

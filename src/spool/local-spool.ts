@@ -2,39 +2,33 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { syncDirectory } from './disk-sync.js';
-
-export class SpoolTooLargeError extends Error {}
-
-/** Error codes of a write that found no room: the file system's, a quota's, SQLite's. */
-const NO_SPACE_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
-
-/** Whether a failure (or what caused it, a few levels down) is a full disk. */
-export function isDiskFull(error: unknown): boolean {
-  let current = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && NO_SPACE_CODES.has(code)) return true;
-    current = current.cause;
-  }
-  return false;
-}
+import { isDiskFull, SpoolTooLargeError } from '../domain/failures.js';
+import { syncDirectory } from '../store/disk-sync.js';
+import type { ContentSpool } from './content-spool.js';
 
 /** A spool file's name: the id of its job (32 hex digits), `.part` while it is being written. */
 const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
 
 /**
- * Content accepted for later processing, kept in the data dir until its result is recorded. A
- * spool file is complete and on disk (fsync, rename, fsync of the directory) before anything
- * refers to it.
+ * Content accepted for later processing, kept in a directory (the data dir's `spool`, or a
+ * shared one: ASSAY_SPOOL_DIR) until its result is recorded. A spool file is complete and on disk
+ * (fsync, rename, fsync of the directory) before anything refers to it. Keys are job ids: a file's
+ * name, never a path.
  */
-export class Spool {
-  private readonly dir: string;
+export class LocalSpool implements ContentSpool {
   /** Set when a write in the data dir found no room; cleared once a probe write succeeds. */
   private full = false;
 
-  constructor(dataDir: string) {
-    this.dir = join(dataDir, 'spool');
+  constructor(private readonly dir: string) {}
+
+  get describe(): string {
+    return this.dir;
+  }
+
+  /** The file of `key`; a key is a job id, so it never leaves the directory. */
+  private pathOf(key: string): string {
+    if (!SPOOL_NAME.test(key)) throw new Error(`not a spool key: ${key.slice(0, 40)}`);
+    return join(this.dir, key);
   }
 
   async init(): Promise<void> {
@@ -43,7 +37,7 @@ export class Spool {
   }
 
   /**
-   * Writes the content; returns its path and size. Throws SpoolTooLargeError past `maxBytes`.
+   * Writes the content; returns its key and size. Throws SpoolTooLargeError past `maxBytes`.
    * `durable: false` skips the syncs, for content that is worthless after a crash (a download
    * scanned right after; the next attempt downloads it again).
    */
@@ -52,8 +46,8 @@ export class Spool {
     source: AsyncIterable<Buffer>,
     maxBytes: number,
     { durable = true }: { durable?: boolean } = {},
-  ): Promise<{ path: string; size: number }> {
-    const path = join(this.dir, id);
+  ): Promise<{ key: string; size: number }> {
+    const path = this.pathOf(id);
     const partial = `${path}.part`;
     const file = await open(partial, 'w');
     let size = 0;
@@ -73,7 +67,7 @@ export class Spool {
     }
     await file.close();
     await rename(partial, path);
-    if (!durable) return { path, size };
+    if (!durable) return { key: id, size };
     try {
       // The rename is durable only once the directory is synced.
       await syncDirectory(this.dir);
@@ -81,7 +75,7 @@ export class Spool {
       await rm(path, { force: true });
       throw error;
     }
-    return { path, size };
+    return { key: id, size };
   }
 
   /** A write in the data dir (the spool's or the store's) found the disk full. */
@@ -108,12 +102,14 @@ export class Spool {
     return stats.bavail * stats.bsize >= bytes;
   }
 
-  read(path: string): Readable {
-    return createReadStream(path, { highWaterMark: 1024 * 1024 });
+  read(key: string): Readable {
+    return createReadStream(this.pathOf(key), { highWaterMark: 1024 * 1024 });
   }
 
-  async remove(path: string): Promise<void> {
-    await rm(path, { force: true });
+  close(): void {}
+
+  async remove(key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true });
   }
 
   /**

@@ -1,3 +1,22 @@
+// Failures the domain tells apart whatever backend raised them: the transport maps them to
+// statuses, the job runner to waits. Pure predicates on error codes: no backend is imported.
+
+export class SpoolTooLargeError extends Error {}
+
+/** Error codes of a write that found no room: the file system's, a quota's, SQLite's. */
+const NO_SPACE_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
+
+/** Whether a failure (or what caused it, a few levels down) is a full disk. */
+export function isDiskFull(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && NO_SPACE_CODES.has(code)) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
 /**
  * Errors that mean the database cannot be reached or cannot take work right now (a PostgreSQL
  * restart, a dropped network, a full pool; SQLite locked past its busy timeout): the request is

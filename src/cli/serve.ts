@@ -1,0 +1,68 @@
+import cluster from 'node:cluster';
+import type { Command } from 'commander';
+import type { Logger } from 'pino';
+import { type Config, loadConfig } from '../config.js';
+import { createLogger, startService } from '../service.js';
+import { type ChildListening, runCluster } from './cluster.js';
+
+interface ServeOptions {
+  role?: string;
+  processes?: string;
+}
+
+/** `assay serve [--role api|worker|all] [--processes N]`. */
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('start the service (settings: ASSAY_* variables)')
+    .option('--role <role>', 'api, worker or all (ASSAY_ROLE; default all)')
+    .option('--processes <n>', 'processes serving on one port (ASSAY_PROCESSES; default 1)')
+    .action(serve);
+}
+
+async function serve(options: ServeOptions): Promise<void> {
+  // The flags stand for their variables, checked by the same rules. A cluster child runs with the
+  // primary's command line but the role its primary gave it in ASSAY_ROLE: its flags are not read.
+  if (cluster.isPrimary) {
+    if (options.role !== undefined) process.env.ASSAY_ROLE = options.role;
+    if (options.processes !== undefined) process.env.ASSAY_PROCESSES = options.processes;
+  }
+  const config = loadConfig();
+  const logger = createLogger(config);
+  if (cluster.isPrimary && config.processes > 1) {
+    await runCluster(config, logger);
+    return;
+  }
+  await serveAlone(config, logger);
+}
+
+/** One process: the whole service, or one child of `--processes` (its primary supervises it). */
+async function serveAlone(config: Config, logger: Logger): Promise<void> {
+  const service = await startService(config, logger);
+  if (cluster.isWorker) {
+    // The primary says 'assay is serving' once every child listens.
+    logger.info({ url: service.url, role: config.role }, 'process serving');
+    const listening: ChildListening = { type: 'assay:listening', url: service.url };
+    process.send?.(listening);
+  } else {
+    logger.info(
+      { url: service.url, dataDir: config.dataDir, role: config.role },
+      'assay is serving',
+    );
+  }
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}

@@ -1,0 +1,150 @@
+import type { Principal } from '../accounts/account-service.js';
+import { newId } from '../accounts/credentials.js';
+import { SpoolTooLargeError } from '../domain/failures.js';
+import type { Job, LegacyJobOptions } from '../domain/records.js';
+import type { ContentSpool } from '../spool/content-spool.js';
+import { ContentTooLargeError, EmptyContentError } from './errors.js';
+import type { JobQueue } from './job-queue.js';
+import type { SpoolQuota, SpoolReservation } from './spool-quota.js';
+
+/** What comes with an item besides its content. */
+export interface Submission {
+  apiVersion: string;
+  metadata: Record<string, string>;
+  callback: string | null;
+  /** v1.0 only: its callbacks, format and checksum. */
+  legacy?: LegacyJobOptions;
+}
+
+/**
+ * Accepting asynchronous work: an upload is spooled (within the spool quota and its size limit)
+ * and committed as a job, or leaves nothing behind; a fetch is committed as a job at once. The
+ * answer (202, or v1.0's pending) is given only once the job is durable.
+ */
+export class Intake {
+  constructor(
+    private readonly spool: ContentSpool,
+    private readonly quota: SpoolQuota,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  /**
+   * Starts an upload of `declaredLength` bytes (NaN when unknown): its room in the spool is
+   * reserved before a byte is read (the quota's 507/429 errors). End it with `end()` whatever
+   * happens.
+   */
+  async beginUpload(
+    principal: Principal,
+    declaredLength: number,
+    maxBytes: number,
+    id: string = newId(),
+  ): Promise<PendingUpload> {
+    const reservation = await this.quota.reserve(principal.accountId, declaredLength);
+    return new PendingUpload(this.spool, this.jobs, reservation, principal, maxBytes, id);
+  }
+
+  /** Commits a fetch of `location` as a job; returns its id. */
+  async acceptFetch(
+    principal: Principal,
+    location: string,
+    submission: Submission,
+    received: string,
+    id: string = newId(),
+  ): Promise<string> {
+    const receivedAt = new Date().toISOString();
+    await this.jobs.submit(
+      {
+        ...jobOf(principal, id, submission, receivedAt),
+        kind: 'fetch',
+        location,
+        spoolKey: null,
+      },
+      received,
+    );
+    return id;
+  }
+}
+
+function jobOf(
+  principal: Principal,
+  id: string,
+  submission: Submission,
+  receivedAt: string,
+): Omit<Job, 'kind' | 'location' | 'spoolKey'> {
+  return {
+    id,
+    accountId: principal.accountId,
+    apiKeyId: principal.keyId,
+    apiVersion: submission.apiVersion,
+    state: 'pending',
+    metadata: submission.metadata,
+    callback: submission.callback,
+    attempts: 0,
+    runAfter: receivedAt,
+    creationDate: receivedAt,
+    ...(submission.legacy === undefined ? {} : { legacy: submission.legacy }),
+  };
+}
+
+/** An upload under way: spool its content, then commit it; `end()` cleans up what was not. */
+export class PendingUpload {
+  private spooled: { key: string; size: number } | null = null;
+  private committed = false;
+  private readonly receivedAt = new Date().toISOString();
+
+  constructor(
+    private readonly spool: ContentSpool,
+    private readonly jobs: JobQueue,
+    private readonly reservation: SpoolReservation,
+    private readonly principal: Principal,
+    private readonly maxBytes: number,
+    readonly id: string,
+  ) {}
+
+  /** Streams the content into the spool; ContentTooLargeError past the limit. */
+  async store(content: AsyncIterable<Buffer>): Promise<{ size: number }> {
+    if (this.spooled !== null) throw new Error('an upload has one content');
+    try {
+      this.spooled = await this.spool.write(
+        this.id,
+        this.reservation.count(content),
+        this.maxBytes,
+      );
+    } catch (error) {
+      if (error instanceof SpoolTooLargeError) throw new ContentTooLargeError(this.maxBytes);
+      throw error;
+    }
+    return { size: this.spooled.size };
+  }
+
+  /** Commits the job (durably, with the item's credit); EmptyContentError for empty content. */
+  async commit(submission: Submission, received: (size: number) => string): Promise<string> {
+    if (this.spooled === null) throw new Error('nothing was spooled');
+    if (this.spooled.size === 0) throw new EmptyContentError();
+    await this.jobs.submit(
+      {
+        ...jobOf(this.principal, this.id, submission, this.receivedAt),
+        kind: 'upload',
+        location: null,
+        spoolKey: this.spooled.key,
+        size: this.spooled.size,
+      },
+      received(this.spooled.size),
+    );
+    this.committed = true;
+    return this.id;
+  }
+
+  /**
+   * Releases the reservation (the store counts a committed job's bytes from then on) and removes
+   * content that no job refers to: whatever failed after the spooling (a second file part, a bad
+   * field, the client going away, the commit) leaves nothing behind.
+   */
+  async end(): Promise<void> {
+    try {
+      if (!this.committed && this.spooled !== null) await this.spool.remove(this.spooled.key);
+    } finally {
+      this.reservation.release(this.committed);
+    }
+  }
+}

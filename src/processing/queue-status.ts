@@ -1,0 +1,30 @@
+import type { Store } from '../store/store.js';
+import type { JobRunner } from './job-runner.js';
+
+/** A worker's view of the async queue, for its readiness report. */
+export interface QueueReport {
+  /** Jobs any worker may claim now (due, or whose worker's lease ended). */
+  due: number;
+  /** Jobs this process is running. */
+  running: number;
+  /** How long the longest-waiting due job has been due; 0 when none is. */
+  oldestDueSeconds: number;
+}
+
+export class QueueStatus {
+  constructor(
+    private readonly store: Store,
+    private readonly runner: JobRunner,
+  ) {}
+
+  async report(): Promise<QueueReport> {
+    const now = Date.now();
+    const { count, oldest } = await this.store.jobs.dueSummary(new Date(now).toISOString());
+    return {
+      due: count,
+      running: this.runner.running,
+      oldestDueSeconds:
+        oldest === null ? 0 : Math.max(0, Math.round((now - Date.parse(oldest)) / 1000)),
+    };
+  }
+}

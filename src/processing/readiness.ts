@@ -1,0 +1,44 @@
+import type { ClamdClient, ClamdVersion } from '../engines/clamav/clamd-client.js';
+import type { ContentSpool } from '../spool/content-spool.js';
+import type { Store } from '../store/store.js';
+import type { QueueReport, QueueStatus } from './queue-status.js';
+
+/** What readiness depends on, asked together: the store, the malware engine, room in the spool. */
+export class Readiness {
+  constructor(
+    private readonly store: Store,
+    private readonly clamd: ClamdClient,
+    private readonly spool: ContentSpool,
+    /** The largest upload: the spool is full until it has room for one (or a tenth of its disk). */
+    private readonly uploadBytes: number,
+    /** The queue as this process works it; null when it runs no jobs (role `api`). */
+    private readonly queue: QueueStatus | null,
+  ) {}
+
+  /** Whether this process runs jobs, so its readiness reports the queue. */
+  get runsJobs(): boolean {
+    return this.queue !== null;
+  }
+
+  /** A write in the request's path found the disk full: readiness says so until there is room. */
+  noteDiskFull(): void {
+    this.spool.noteDiskFull();
+  }
+
+  /** Each check's outcome; none throws. */
+  check(): Promise<
+    [
+      PromiseSettledResult<void>,
+      PromiseSettledResult<ClamdVersion>,
+      PromiseSettledResult<boolean>,
+      PromiseSettledResult<QueueReport | null>,
+    ]
+  > {
+    return Promise.allSettled([
+      this.store.ping(),
+      this.clamd.version(),
+      this.spool.diskFull(this.uploadBytes),
+      this.queue?.report() ?? Promise.resolve(null),
+    ]);
+  }
+}
