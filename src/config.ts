@@ -77,8 +77,16 @@ export interface Config {
   jobMaxAgeMs: number;
   /** How long a claimed job is held without renewal (renewed while it runs). */
   jobLeaseMs: number;
-  /** Jobs of one account in flight at most. */
+  /** Scans of one account's async items at once, in every process. */
   accountJobConcurrency: number;
+  /** Fetch downloads at once in the process (separate from the scanning slots). */
+  fetchConcurrency: number;
+  /** Fetches of one account downloading, or downloaded and awaiting their scan, at once. */
+  accountFetchConcurrency: number;
+  /** Callback deliveries in flight at once in the process. */
+  callbackConcurrency: number;
+  /** Callback deliveries of one account in flight at once in the process. */
+  accountCallbackConcurrency: number;
   /** A remote that sends nothing this long during a fetch has stalled: the fetch fails at once. */
   fetchIdleTimeoutMs: number;
   /** Bytes held in the spool for unfinished async work, in all; beyond it, 507. */
@@ -311,11 +319,21 @@ function databaseUrl(env: Env): string {
   return raw;
 }
 
-/** 0 (the default) leaves half the job slots to other accounts. */
-function accountJobConcurrency(env: Env): number {
-  const value = integer(env, 'ASSAY_ACCOUNT_JOB_CONCURRENCY', 0, 256);
-  if (value > 0) return value;
-  return Math.ceil(integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256) / 2);
+/**
+ * An account's share of a pool of slots: the setting, at most the pool; 0 (the default) leaves
+ * the pool's `1 - fraction` to other accounts.
+ */
+function accountShare(
+  env: Env,
+  name: SettingName,
+  pool: SettingName,
+  max: number,
+  fraction: number,
+): number {
+  const slots = integer(env, pool, 1, max);
+  const value = integer(env, name, 0, max);
+  if (value > 0) return Math.min(value, slots);
+  return Math.max(1, Math.ceil(slots * fraction));
 }
 
 const MAX_SPOOL_BYTES = 2 ** 50;
@@ -419,7 +437,29 @@ export function loadConfig(env: Env = process.env): Config {
     jobMaxAttempts: integer(env, 'ASSAY_JOB_MAX_ATTEMPTS', 1, 1000),
     jobMaxAgeMs: integer(env, 'ASSAY_JOB_MAX_AGE', 1, 30 * 86_400) * 1000,
     jobLeaseMs: integer(env, 'ASSAY_JOB_LEASE', 1, 86_400) * 1000,
-    accountJobConcurrency: accountJobConcurrency(env),
+    accountJobConcurrency: accountShare(
+      env,
+      'ASSAY_ACCOUNT_JOB_CONCURRENCY',
+      'ASSAY_JOB_CONCURRENCY',
+      256,
+      1 / 2,
+    ),
+    fetchConcurrency: integer(env, 'ASSAY_FETCH_CONCURRENCY', 1, 1024),
+    accountFetchConcurrency: accountShare(
+      env,
+      'ASSAY_ACCOUNT_FETCH_CONCURRENCY',
+      'ASSAY_FETCH_CONCURRENCY',
+      1024,
+      1 / 4,
+    ),
+    callbackConcurrency: integer(env, 'ASSAY_CALLBACK_CONCURRENCY', 1, 1024),
+    accountCallbackConcurrency: accountShare(
+      env,
+      'ASSAY_ACCOUNT_CALLBACK_CONCURRENCY',
+      'ASSAY_CALLBACK_CONCURRENCY',
+      1024,
+      1 / 2,
+    ),
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
     ...spoolLocation(env),

@@ -31,8 +31,6 @@ import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
 
-/** Callback deliveries in flight in all (each destination also has its own limit). */
-const CALLBACK_CONCURRENCY = 16;
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
 
@@ -196,7 +194,8 @@ export async function startService(
           connectTimeoutMs: 5_000,
           totalTimeoutMs: 15_000,
         },
-        concurrency: CALLBACK_CONCURRENCY,
+        concurrency: config.callbackConcurrency,
+        accountConcurrency: config.accountCallbackConcurrency,
         destinationConcurrency: config.callbackDestinationConcurrency,
         retryBaseMs: config.callbackRetryBaseMs,
         maxAgeMs: config.callbackMaxAgeMs,
@@ -216,8 +215,10 @@ export async function startService(
       spool,
       processor,
       {
-        concurrency: config.jobConcurrency,
-        accountConcurrency: config.accountJobConcurrency,
+        stages: {
+          scan: { slots: config.jobConcurrency, perAccount: config.accountJobConcurrency },
+          download: { slots: config.fetchConcurrency, perAccount: config.accountFetchConcurrency },
+        },
         engineRetryMs: config.engineRetryMs,
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,

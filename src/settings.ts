@@ -26,7 +26,10 @@ export const SETTINGS = {
     default: '300',
     doc: 'Seconds a remote download and its scan may take in all.',
   },
-  ASSAY_JOB_CONCURRENCY: { default: '8', doc: 'Asynchronous items processed at once.' },
+  ASSAY_JOB_CONCURRENCY: {
+    default: '8',
+    doc: 'Asynchronous items scanned at once (a fetch takes a slot only once downloaded).',
+  },
   ASSAY_ENGINE_RETRY_MS: {
     default: '5000',
     doc: 'Wait before retrying a job the engine missed (doubling for counted attempts).',
@@ -71,7 +74,7 @@ export const SETTINGS = {
   ASSAY_LEGACY_BASE_URL: { default: '', doc: 'Base URL of v1.0 (its path prefixes /api/scan).' },
   ASSAY_CALLBACK_DESTINATION_CONCURRENCY: {
     default: '4',
-    doc: 'Callbacks in flight to one destination (scheme, host and port) at most.',
+    doc: 'Callbacks of one account in flight to one destination (scheme, host and port) at most.',
   },
   ASSAY_REQUEST_TIMEOUT: {
     default: '300',
@@ -103,7 +106,20 @@ export const SETTINGS = {
   },
   ASSAY_ACCOUNT_JOB_CONCURRENCY: {
     default: '0',
-    doc: 'Async items of one account processed at once; 0: half of ASSAY_JOB_CONCURRENCY.',
+    doc: 'Async items of one account scanned at once, in all processes; 0: half of ASSAY_JOB_CONCURRENCY.',
+  },
+  ASSAY_FETCH_CONCURRENCY: {
+    default: '32',
+    doc: 'Async fetches downloading at once (slots of their own, not ASSAY_JOB_CONCURRENCY).',
+  },
+  ASSAY_ACCOUNT_FETCH_CONCURRENCY: {
+    default: '0',
+    doc: 'Fetches of one account downloading or downloaded and awaiting their scan, in all processes; 0: a quarter of ASSAY_FETCH_CONCURRENCY.',
+  },
+  ASSAY_CALLBACK_CONCURRENCY: { default: '16', doc: 'Callback deliveries in flight at once.' },
+  ASSAY_ACCOUNT_CALLBACK_CONCURRENCY: {
+    default: '0',
+    doc: 'Callback deliveries of one account in flight at once; 0: half of ASSAY_CALLBACK_CONCURRENCY.',
   },
   ASSAY_FETCH_IDLE_TIMEOUT: {
     default: '30',

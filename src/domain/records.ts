@@ -89,14 +89,19 @@ export interface Job {
   legacy?: LegacyJobOptions | null;
   /** Why the previous counted attempt failed; null when it recorded nothing (or there was none). */
   lastError?: string | null;
-  /** Bytes held in the spool for the job (0 or absent for a fetch): counted by the spool quota. */
+  /** Bytes held in the spool for the job (0 or absent for a fetch not downloaded yet): counted by the spool quota. */
   size?: number;
   /**
    * The job's credit was taken from the balance when it was accepted (JobRunner.submit sets it).
    * False for jobs accepted before that rule (migration 0010): they are charged when they finish.
    */
   creditHeld?: boolean;
+  /** Set by the store: a fetch is downloaded first (its own slots), then scanned like an upload. */
+  stage?: JobStage;
 }
+
+/** `download`: a fetch whose content is not in the spool yet; `scan`: spooled content. */
+export type JobStage = 'download' | 'scan';
 
 export type LegacyFormat = 'json' | 'xml' | 'yaml';
 

@@ -1,7 +1,11 @@
 /**
- * Per-destination limits of callback deliveries: how many run at once, and a circuit that holds
- * back every delivery to a destination that keeps failing. A destination is the scheme, host name
- * and port of a callback URL: one receiver, whatever the path or query.
+ * Limits of callback deliveries: how many of one account run at once, how many of one account to
+ * one destination, and a circuit that holds back an account's deliveries to a destination that
+ * keeps failing for it. A destination is the scheme, host name and port of a callback URL: one
+ * receiver, whatever the path or query. Limits and circuits are per account and destination (a
+ * lane): one account's hanging or failing paths on a receiver never hold back another account's
+ * deliveries to it, and an account's hanging receiver takes at most the destination's limit of
+ * the account's share.
  */
 
 /** A run of this many failed attempts in a row opens a destination's circuit. */
@@ -43,17 +47,36 @@ export type Admission =
  */
 export type AttemptOutcome = 'delivered' | 'failed' | 'neutral';
 
+/** An account's deliveries to one destination: what limits and circuits apply to. */
+export interface Lane {
+  accountId: string;
+  destination: string;
+}
+
+/** What takes no new delivery now. */
+export interface Busy {
+  /** Accounts with all the deliveries they may have at once. */
+  accounts: string[];
+  /** Lanes at their limit, or probing an open circuit. */
+  lanes: Lane[];
+}
+
 /**
- * The per-destination state the dispatcher consults. Kept in the process today; the methods are
- * asynchronous so that a shared store can hold it when several processes deliver (issue 11).
+ * The per-account and per-lane state the dispatcher consults. Kept in the process today (so the
+ * limits are per process); the methods are asynchronous so that a shared store can hold it when
+ * several processes deliver (issue 11).
  */
 export interface DestinationGate {
-  /** Destinations that take no new delivery now (at their limit, or probing an open circuit). */
-  busy(now: number): Promise<string[]>;
-  /** Asks to start a delivery to `destination`; on `go` it counts as in flight. */
-  admit(destination: string, now: number): Promise<Admission>;
-  /** Ends an admitted delivery; says whether the destination's circuit is open, and whether it just opened. */
-  finish(destination: string, outcome: AttemptOutcome, now: number): Promise<Circuit>;
+  busy(now: number): Promise<Busy>;
+  /** Asks to start a delivery in `lane`; on `go` it counts as in flight. */
+  admit(lane: Lane, now: number): Promise<Admission>;
+  /** Ends an admitted delivery; says whether the lane's circuit is open, and whether it just opened. */
+  finish(lane: Lane, outcome: AttemptOutcome, now: number): Promise<Circuit>;
+}
+
+/** A lane's key in maps and sets. */
+export function laneKey(lane: Lane): string {
+  return `${lane.accountId} ${lane.destination}`;
 }
 
 /** A destination's circuit after an attempt: open until (ms) or null when closed. */
@@ -64,6 +87,7 @@ export interface Circuit {
 }
 
 interface DestinationState {
+  lane: Lane;
   inFlight: number;
   /** Failed attempts in a row; a delivery resets it. */
   failures: number;
@@ -75,17 +99,22 @@ interface DestinationState {
 }
 
 export interface DestinationLimits {
-  /** Deliveries in flight to one destination at most. */
+  /** Deliveries of one account in flight to one destination at most. */
   concurrency: number;
+  /** Deliveries of one account in flight at most. */
+  accountConcurrency: number;
   /** First wait of an open circuit; each reopening doubles it (with jitter), up to an hour. */
   retryBaseMs: number;
 }
 
 /** The in-process DestinationGate: one process delivers, so its counts are the whole truth. */
 export class InProcessDestinationGate implements DestinationGate {
+  /** By lane key. */
   private readonly states = new Map<string, DestinationState>();
-  /** Destinations with deliveries in flight: the only ones that can be busy. */
+  /** Lanes with deliveries in flight: the only ones that can be busy. */
   private readonly active = new Set<string>();
+  /** Deliveries in flight per account. */
+  private readonly accounts = new Map<string, number>();
   private lastSweep = 0;
 
   constructor(
@@ -93,27 +122,38 @@ export class InProcessDestinationGate implements DestinationGate {
     private readonly random: () => number = Math.random,
   ) {}
 
-  async busy(now: number): Promise<string[]> {
+  async busy(now: number): Promise<Busy> {
     this.sweep(now);
-    return [...this.active].filter((destination) => {
-      const state = this.states.get(destination);
-      return state !== undefined && this.isBusy(state);
-    });
+    const lanes: Lane[] = [];
+    for (const key of this.active) {
+      const state = this.states.get(key);
+      if (state !== undefined && this.isBusy(state)) lanes.push(state.lane);
+    }
+    const accounts = [...this.accounts]
+      .filter(([, count]) => count >= this.limits.accountConcurrency)
+      .map(([account]) => account);
+    return { accounts, lanes };
   }
 
-  async admit(destination: string, now: number): Promise<Admission> {
-    const state = this.stateOf(destination, now);
+  async admit(lane: Lane, now: number): Promise<Admission> {
+    const state = this.stateOf(lane, now);
     if (state.openUntil > now) return { kind: 'wait', until: state.openUntil };
-    if (this.isBusy(state)) return { kind: 'busy' };
+    const account = this.accounts.get(lane.accountId) ?? 0;
+    if (this.isBusy(state) || account >= this.limits.accountConcurrency) return { kind: 'busy' };
     state.inFlight += 1;
-    this.active.add(destination);
+    this.accounts.set(lane.accountId, account + 1);
+    this.active.add(laneKey(lane));
     return { kind: 'go' };
   }
 
-  async finish(destination: string, outcome: AttemptOutcome, now: number): Promise<Circuit> {
-    const state = this.stateOf(destination, now);
+  async finish(lane: Lane, outcome: AttemptOutcome, now: number): Promise<Circuit> {
+    const key = laneKey(lane);
+    const state = this.stateOf(lane, now);
     state.inFlight = Math.max(0, state.inFlight - 1);
-    if (state.inFlight === 0) this.active.delete(destination);
+    if (state.inFlight === 0) this.active.delete(key);
+    const account = (this.accounts.get(lane.accountId) ?? 0) - 1;
+    if (account > 0) this.accounts.set(lane.accountId, account);
+    else this.accounts.delete(lane.accountId);
     if (outcome === 'delivered') {
       state.failures = 0;
       state.opens = 0;
@@ -131,7 +171,7 @@ export class InProcessDestinationGate implements DestinationGate {
       }
     }
     if (state.inFlight === 0 && state.failures === 0 && state.opens === 0) {
-      this.states.delete(destination);
+      this.states.delete(key);
     }
     return { openUntil: state.openUntil > now ? state.openUntil : null, opened };
   }
@@ -141,23 +181,24 @@ export class InProcessDestinationGate implements DestinationGate {
     return state.opens > 0 ? state.inFlight > 0 : state.inFlight >= this.limits.concurrency;
   }
 
-  private stateOf(destination: string, now: number): DestinationState {
-    let state = this.states.get(destination);
+  private stateOf(lane: Lane, now: number): DestinationState {
+    const key = laneKey(lane);
+    let state = this.states.get(key);
     if (state === undefined) {
-      state = { inFlight: 0, failures: 0, opens: 0, openUntil: 0, lastUsed: now };
-      this.states.set(destination, state);
+      state = { lane, inFlight: 0, failures: 0, opens: 0, openUntil: 0, lastUsed: now };
+      this.states.set(key, state);
     }
     state.lastUsed = now;
     return state;
   }
 
-  /** Forgets idle destinations now and then, so failing ones cannot pile up in memory. */
+  /** Forgets idle lanes now and then, so failing ones cannot pile up in memory. */
   private sweep(now: number): void {
     if (now - this.lastSweep < 60_000) return;
     this.lastSweep = now;
-    for (const [destination, state] of this.states) {
+    for (const [key, state] of this.states) {
       if (state.inFlight === 0 && now - Math.max(state.lastUsed, state.openUntil) > FORGET_AFTER_MS)
-        this.states.delete(destination);
+        this.states.delete(key);
     }
   }
 }

@@ -15,17 +15,28 @@ import {
   type AttemptOutcome,
   type DestinationGate,
   InProcessDestinationGate,
+  type Lane,
+  laneKey,
   retryDelayMs,
 } from './callback-destinations.js';
 import { WorkLoop } from './work-loop.js';
 
 export const SIGNATURE_HEADER = 'x-assay-signature';
 
+function laneOf(delivery: CallbackDelivery): Lane {
+  return { accountId: delivery.accountId, destination: delivery.destination };
+}
+
 export interface CallbackDispatcherOptions {
   outbound: OutboundOptions;
-  /** Concurrent deliveries: a slow receiver holds one slot, never the others. */
+  /** Deliveries in flight in this process (ASSAY_CALLBACK_CONCURRENCY). */
   concurrency: number;
-  /** Deliveries in flight to one destination (scheme, host and port) at most. */
+  /** Deliveries of one account in flight at most: other accounts always find a slot. */
+  accountConcurrency: number;
+  /**
+   * Deliveries of one account to one destination (scheme, host and port) in flight at most: a
+   * receiver that hangs holds only these, never the account's other receivers' share.
+   */
   destinationConcurrency: number;
   /**
    * First retry delay; each further retry waits twice as long (with jitter), at most an hour. Also
@@ -81,6 +92,7 @@ export class CallbackDispatcher {
       options.destinations ??
       new InProcessDestinationGate({
         concurrency: options.destinationConcurrency,
+        accountConcurrency: options.accountConcurrency,
         retryBaseMs: options.retryBaseMs,
       });
     this.loop = new WorkLoop(
@@ -109,19 +121,21 @@ export class CallbackDispatcher {
     if (free <= 0) return IDLE_MS; // a finished attempt wakes the loop
     const now = Date.now();
     const heldBack = new Set<string>();
-    // Each round starts or holds back at least one delivery, or ends the tick.
+    // Each round starts or holds back at least one delivery, or ends the tick. Accounts and lanes
+    // with all the deliveries they may have are left out of the next round's query, so the
+    // oldest deliveries of a busy account never hide another account's.
     for (;;) {
       const busy = await this.destinations.busy(now);
       const due = await this.store.callbacks.due(new Date(now).toISOString(), free, busy);
       let progressed = false;
       for (const delivery of due) {
-        if (free <= 0 || this.inFlight.has(delivery.id) || heldBack.has(delivery.destination))
-          continue;
-        const admission = await this.destinations.admit(delivery.destination, now);
+        const lane = laneOf(delivery);
+        if (free <= 0 || this.inFlight.has(delivery.id) || heldBack.has(laneKey(lane))) continue;
+        const admission = await this.destinations.admit(lane, now);
         if (admission.kind === 'busy') continue;
         if (admission.kind === 'wait') {
-          await this.holdBack(delivery.destination, admission.until, now);
-          heldBack.add(delivery.destination);
+          await this.holdBack(lane, admission.until, now);
+          heldBack.add(laneKey(lane));
           progressed = true;
           continue;
         }
@@ -145,7 +159,7 @@ export class CallbackDispatcher {
       const leaseUntil = new Date(now + LEASE_MS).toISOString();
       claimed = await this.store.callbacks.claim(delivery, leaseUntil);
     } finally {
-      if (!claimed) await this.destinations.finish(delivery.destination, 'neutral', now);
+      if (!claimed) await this.destinations.finish(laneOf(delivery), 'neutral', now);
     }
     if (!claimed) return false;
     const attempt = this.attempt({ ...delivery, attempts: delivery.attempts + 1 })
@@ -159,12 +173,14 @@ export class CallbackDispatcher {
   }
 
   /**
-   * A destination whose circuit is open: its deliveries wait until `until` without using an
-   * attempt, and those that would pass their maximum age by then are given up.
+   * A lane whose circuit is open: its deliveries wait until `until` without using an attempt,
+   * and those that would pass their maximum age by then are given up.
    */
-  private async holdBack(destination: string, until: number, now: number): Promise<void> {
+  private async holdBack(lane: Lane, until: number, now: number): Promise<void> {
+    const { accountId, destination } = lane;
     const at = new Date(now).toISOString();
     const expired = await this.store.callbacks.expireDestination(
+      accountId,
       destination,
       new Date(until - this.options.maxAgeMs).toISOString(),
       { at, error: 'its destination kept failing' },
@@ -179,7 +195,11 @@ export class CallbackDispatcher {
     if (expired.length > 0) {
       this.logger.warn({ destination, count: expired.length }, 'callbacks given up');
     }
-    await this.store.callbacks.deferDestination(destination, new Date(until).toISOString());
+    await this.store.callbacks.deferDestination(
+      accountId,
+      destination,
+      new Date(until).toISOString(),
+    );
   }
 
   /** One attempt, then its record; never rejects (a failed write is logged, the lease retries). */
@@ -194,11 +214,15 @@ export class CallbackDispatcher {
           : 'neutral';
     let openUntil: number | null = null;
     try {
-      const circuit = await this.destinations.finish(delivery.destination, outcome, Date.now());
+      const circuit = await this.destinations.finish(laneOf(delivery), outcome, Date.now());
       openUntil = circuit.openUntil;
       if (circuit.opened && openUntil !== null) {
         this.logger.warn(
-          { destination: delivery.destination, until: new Date(openUntil).toISOString() },
+          {
+            account: delivery.accountId,
+            destination: delivery.destination,
+            until: new Date(openUntil).toISOString(),
+          },
           'callback destination keeps failing: its deliveries wait',
         );
       }

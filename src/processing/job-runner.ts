@@ -1,20 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Job } from '../domain/records.js';
+import type { Job, JobStage, TraceEvent } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
+import { FairClaims, type StageLimits } from './fair-claims.js';
 import type { JobQueue } from './job-queue.js';
-import { type JobScanOptions, scanJob, submissionOf } from './job-work.js';
+import { downloadJob, type JobScanOptions, scanJob, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
 
 export interface JobRunnerOptions extends JobScanOptions {
-  concurrency: number;
-  /** Jobs of one account in flight at most, so other accounts always find a free slot. */
-  accountConcurrency: number;
+  /**
+   * Slots in this process and per-account caps (in all processes) of each stage: `scan`
+   * (ASSAY_JOB_CONCURRENCY, ASSAY_ACCOUNT_JOB_CONCURRENCY) and `download` (ASSAY_FETCH_CONCURRENCY,
+   * ASSAY_ACCOUNT_FETCH_CONCURRENCY: fetches downloading or downloaded and not yet scanned).
+   */
+  stages: Record<JobStage, StageLimits>;
   /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
   engineRetryMs: number;
   /** Attempts (outages excepted) after which a job ends as an error result. */
@@ -44,8 +48,9 @@ class RecordingError extends Error {}
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
  *
- * - Claims are fair: accounts with due jobs take turns, each with at most `accountConcurrency`
- *   jobs in flight. A claim is a lease in the store (renewed while the job runs), so a job whose
+ * - Two stages with slots of their own: a fetch is downloaded into the spool (a download slot,
+ *   all a remote that never answers holds), then scanned like an upload (a scanning slot).
+ * - Claims are fair (FairClaims) and leases in the store, renewed while the job runs: a job whose
  *   worker died is claimed again when the lease ends, by this process or another.
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
  *   `maxAttempts` instead of ending it at every start.
@@ -58,12 +63,16 @@ class RecordingError extends Error {}
  */
 export class JobRunner implements JobQueue {
   private readonly active = new Map<string, Promise<void>>();
+  /** Jobs of each stage running in this process. */
+  private readonly stageRunning: Record<JobStage, Set<string>> = {
+    download: new Set(),
+    scan: new Set(),
+  };
   private readonly loop: WorkLoop;
   private readonly probe: EngineProbe;
   /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
   private readonly waiting = new Set<string>();
-  /** The account served last: claims go round-robin from the next one. */
-  private lastAccount = '';
+  private readonly claims: FairClaims;
   private leaseTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
@@ -75,6 +84,7 @@ export class JobRunner implements JobQueue {
     private readonly logger: Logger,
   ) {
     this.probe = new EngineProbe(processor);
+    this.claims = new FairClaims(store, options.stages, options.leaseMs);
     this.loop = new WorkLoop(
       () => this.tick(),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
@@ -86,8 +96,7 @@ export class JobRunner implements JobQueue {
    * ends.
    */
   async start(): Promise<void> {
-    const held = await this.store.jobs.inFlightByAccount(new Date().toISOString());
-    const count = [...held.values()].reduce((sum, n) => sum + n, 0);
+    const count = await this.store.jobs.inFlight(new Date().toISOString());
     if (count > 0) {
       this.logger.info(
         { jobs: count, leaseMs: this.options.leaseMs },
@@ -147,51 +156,35 @@ export class JobRunner implements JobQueue {
   }
 
   private async tick(): Promise<number> {
-    const free = this.options.concurrency - this.active.size;
-    if (free <= 0) return 60_000; // a finishing job wakes the loop
-    // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
-    if (await this.claimFairly(free)) return 1000;
-    const next = await this.store.jobs.nextDue();
-    if (next === null) return 1000;
-    return Math.min(1000, Date.parse(next) - Date.now());
-  }
-
-  /**
-   * Fills up to `free` slots, one job per account in turn (the account's oldest due job), skipping
-   * accounts at their cap. True when due jobs were left because their accounts are at the cap.
-   */
-  private async claimFairly(free: number): Promise<boolean> {
-    const now = new Date().toISOString();
-    const leaseUntil = new Date(Date.now() + this.options.leaseMs).toISOString();
-    const inFlight = await this.store.jobs.inFlightByAccount(now);
-    // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
-    const passed = new Set<string>();
-    while (free > 0) {
-      const next =
-        (await this.store.jobs.nextDueAfter(this.lastAccount, now)) ??
-        (this.lastAccount === '' ? null : await this.store.jobs.nextDueAfter('', now));
-      if (next === null) return false;
-      this.lastAccount = next.accountId;
-      if (passed.has(next.accountId)) return true;
-      const running = inFlight.get(next.accountId) ?? 0;
-      const job =
-        running >= this.options.accountConcurrency || this.active.has(next.id)
-          ? null
-          : await this.store.jobs.claim(next.id, now, leaseUntil);
-      if (job === null) {
-        passed.add(next.accountId);
+    let sleepMs = 60_000; // with every slot taken, a finishing job wakes the loop
+    for (const stage of ['scan', 'download'] as const) {
+      const free = this.options.stages[stage].slots - this.stageRunning[stage].size;
+      if (free <= 0) continue;
+      const atCap = await this.claims.claim(
+        stage,
+        free,
+        (id) => this.active.has(id),
+        (job) => this.launch(stage, job),
+      );
+      // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
+      if (atCap) {
+        sleepMs = Math.min(sleepMs, 1000);
         continue;
       }
-      passed.clear();
-      inFlight.set(job.accountId, running + 1);
-      free -= 1;
-      const run = this.run(job).finally(() => {
-        this.active.delete(job.id);
-        this.loop.notify();
-      });
-      this.active.set(job.id, run);
+      const next = await this.store.jobs.nextDue();
+      sleepMs = Math.min(sleepMs, next === null ? 1000 : Date.parse(next) - Date.now());
     }
-    return false;
+    return sleepMs;
+  }
+
+  private launch(stage: JobStage, job: Job): void {
+    this.stageRunning[stage].add(job.id);
+    const run = this.run(job).finally(() => {
+      this.active.delete(job.id);
+      this.stageRunning[stage].delete(job.id);
+      this.loop.notify();
+    });
+    this.active.set(job.id, run);
   }
 
   /** Never rejects: an outcome that cannot be stored is retried until the store takes it. */
@@ -250,19 +243,17 @@ export class JobRunner implements JobQueue {
     const submission = await submissionOf(this.store, job);
     let outcome: () => Promise<unknown>;
     try {
-      const { scanned, events } = await scanJob(
-        job,
-        submission,
-        this.processor,
-        this.spool,
-        this.options,
-      );
-      outcome = () =>
-        this.processor.record(scanned, submission, {
-          jobId: job.id,
-          events,
-          creditHeld: job.creditHeld === true,
-        });
+      if (job.stage === 'download') {
+        const spooled = await downloadJob(job, this.spool, this.options);
+        outcome = () => this.downloaded(job, spooled);
+      } else {
+        const scanned = await scanJob(job, submission, this.processor, this.spool, this.options);
+        outcome = () =>
+          this.processor.record(scanned, submission, {
+            jobId: job.id,
+            creditHeld: job.creditHeld === true,
+          });
+      }
     } catch (error) {
       // A failed download, or content no engine can decide on (a corrupt image, a document past
       // its caps), is the same on every retry: a finished job with an error, never clean.
@@ -285,7 +276,19 @@ export class JobRunner implements JobQueue {
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });
     }
-    await this.removeSpool(job);
+    // A downloaded fetch keeps its file for the scan; everything else is done with it.
+    if (job.stage !== 'download') await this.removeSpool(job);
+  }
+
+  /** The download is in the spool: the job waits for a scanning slot, its trace saying so. */
+  private async downloaded(
+    job: Job,
+    spooled: { key: string; size: number; downloaded: TraceEvent },
+  ): Promise<void> {
+    await this.store.transaction(async (store) => {
+      await store.trace.append(job.id, spooled.downloaded.message, spooled.downloaded.timestamp);
+      await store.jobs.downloaded(job.id, spooled, new Date().toISOString());
+    });
   }
 
   /** False when the engine shares the data dir's disk and that disk cannot hold the content. */

@@ -5,7 +5,7 @@ import type { Store } from '../store/store.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
 import type { ContentProcessor, ScannedContent, Submission } from './process-content.js';
-import { fetchAndScan } from './remote-content.js';
+import { downloadToSpool, scanDownloaded } from './remote-content.js';
 
 /** What scanning a job's content needs to know beyond the job. */
 export interface JobScanOptions {
@@ -36,32 +36,55 @@ export async function submissionOf(store: Store, job: Job): Promise<Submission> 
   };
 }
 
-/** The job's content, spooled or downloaded, through the engines of its key's categories. */
+/** The most a job's content may be: v1.0 has limits of its own. */
+function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['fetch'] {
+  if (job.apiVersion !== 'v1.0') return options.fetch;
+  return { ...options.fetch, maxBytes: options.legacy.maxFetchBytes };
+}
+
+/**
+ * Downloads a fetch job's content into the spool under the job's id, synced (the job then waits
+ * for a scanning slot with only that file to go on), within the fetch deadline; a failure the
+ * remote is to blame for is a RemoteContentError naming it.
+ */
+export async function downloadJob(
+  job: Job,
+  spool: ContentSpool,
+  options: JobScanOptions,
+): Promise<{ key: string; size: number; downloaded: TraceEvent }> {
+  return downloadToSpool(job.location ?? '', fetchLimits(job, options), {
+    spool,
+    spoolId: job.id,
+    durable: true,
+  });
+}
+
+/** The job's spooled content (uploaded or downloaded) through the engines of its key's categories. */
 export async function scanJob(
   job: Job,
   submission: Submission,
   processor: ContentProcessor,
   spool: ContentSpool,
   options: JobScanOptions,
-): Promise<{ scanned: ScannedContent; events: TraceEvent[] }> {
+): Promise<ScannedContent> {
   const legacy = submission.version === 'v1.0' ? options.legacy : null;
   const categories = submission.principal.detectionCategories;
+  const { spoolKey } = job;
+  if (spoolKey === null) throw new Error(`job ${job.id} has no spool file`);
   if (job.kind === 'upload') {
-    if (job.spoolKey === null) throw new Error(`upload job ${job.id} has no spool file`);
-    const scanned = await processor.scan(spool.read(job.spoolKey), {
+    return processor.scan(spool.read(spoolKey), {
       categories,
       receivedAt: job.creationDate,
       maxBytes: legacy?.maxPostBytes,
     });
-    return { scanned, events: [] };
   }
-  // The download and the scan end at the fetch deadline (a RemoteContentError naming the remote).
-  // Downloaded into the spool under the job's id, then scanned; the file goes with the attempt.
-  const { scanned, downloaded } = await fetchAndScan(
+  // A downloaded fetch: its scan ends at the fetch deadline too (a RemoteContentError naming it).
+  const limits = fetchLimits(job, options);
+  return scanDownloaded(
     processor,
+    () => spool.read(spoolKey),
     job.location ?? '',
-    legacy === null ? options.fetch : { ...options.fetch, maxBytes: legacy.maxFetchBytes },
-    { spool, spoolId: job.id, receivedAt: job.creationDate, categories },
+    { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
+    { receivedAt: job.creationDate, categories },
   );
-  return { scanned, events: [downloaded] };
 }

@@ -33,20 +33,141 @@ export interface FetchContext {
   categories: readonly DetectionCategory[];
 }
 
+/** The deadline passed: whatever was still running is abandoned. */
+const LATE = Symbol('late');
+
 /**
- * Downloads content through the SSRF guard into the spool, then scans the spool file, all within
- * `options.totalTimeoutMs` (ASSAY_FETCH_TIMEOUT): at the deadline the download or the scan is
- * abandoned, so a slow remote cannot hold a job slot past it. A remote that sends nothing for
- * `options.idleTimeoutMs` (ASSAY_FETCH_IDLE_TIMEOUT) has stalled and fails the fetch at once.
+ * Runs `work` for at most `ms`; at the deadline its signal aborts, `onLate` runs (to cut what the
+ * signal cannot reach) and LATE is returned while the abandoned work settles on its own.
+ */
+async function withinDeadline<T>(
+  ms: number,
+  work: (signal: AbortSignal) => Promise<T>,
+  onLate: () => void = () => {},
+): Promise<T | typeof LATE> {
+  const deadline = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((resolve) => {
+    timer = setTimeout(() => {
+      deadline.abort();
+      onLate();
+      resolve(LATE);
+    }, ms);
+  });
+  const running = work(deadline.signal);
+  try {
+    return await Promise.race([running, late]);
+  } finally {
+    clearTimeout(timer);
+    running.catch(() => {});
+  }
+}
+
+/** What the remote is to blame for (refused, too large, failing, empty) as a RemoteContentError. */
+function remoteFailure(error: unknown, location: string, maxBytes: number): unknown {
+  if (error instanceof OutboundRefusedError)
+    return new RemoteContentError(error.message, 'refused');
+  if (error instanceof ContentTooLargeError || error instanceof SpoolTooLargeError) {
+    return new RemoteContentError(
+      `the content at ${redactUrl(location)} exceeds the limit of ${maxBytes} bytes`,
+      'too-large',
+    );
+  }
+  if (error instanceof OutboundError) return new RemoteContentError(error.message, 'unavailable');
+  if (error instanceof EmptyContentError) {
+    return new RemoteContentError(`the content at ${redactUrl(location)} is empty`, 'unavailable');
+  }
+  return error;
+}
+
+function tooLong(doing: string, location: string, timeoutMs: number): RemoteContentError {
+  return new RemoteContentError(
+    `${doing} ${redactUrl(location)} took longer than ${timeoutMs / 1000} s (ASSAY_FETCH_TIMEOUT)`,
+    'unavailable',
+  );
+}
+
+/**
+ * Downloads content through the SSRF guard into the spool within `options.totalTimeoutMs`
+ * (ASSAY_FETCH_TIMEOUT); a remote that sends nothing for `options.idleTimeoutMs`
+ * (ASSAY_FETCH_IDLE_TIMEOUT) has stalled and fails it at once. Everything the remote is to blame
+ * for (the deadline included) is a RemoteContentError naming it; nothing is left in the spool then.
  *
  * Why download first: streamed straight into clamd, a remote's pause tripped the clamd session's
  * idle timeout (30 s), which looked like an engine failure and was retried; and a slow remote held
  * one of clamd's threads as long as it liked. INSTREAM has no keep-alive (only data resets clamd's
- * timer), so the content is spooled and clamd reads it at the disk's pace. The disk holds at most
- * `options.maxBytes` per fetch, for as long as the fetch runs.
- *
- * Engine failures propagate as they are; everything the remote is to blame for (a stall and the
- * deadline included) becomes a RemoteContentError naming it.
+ * timer), so the content is spooled and clamd reads it at the disk's pace. It also lets a job's
+ * download hold a download slot, never a scanning one (JobRunner).
+ */
+export async function downloadToSpool(
+  location: string,
+  options: OutboundOptions & { maxBytes: number },
+  target: { spool: ContentSpool; spoolId: string; durable: boolean },
+): Promise<{ key: string; size: number; downloaded: TraceEvent }> {
+  const { spool } = target;
+  let remote: FetchedContent | null = null;
+  let spooledKey: string | null = null;
+  // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
+  const removeSpooled = () =>
+    spooledKey === null ? undefined : spool.remove(spooledKey).catch(() => {});
+  const download = async (signal: AbortSignal) => {
+    remote = await fetchContent(location, options);
+    const spooled = await spool.write(target.spoolId, remote.body, options.maxBytes, {
+      durable: target.durable,
+    });
+    spooledKey = spooled.key;
+    // Finished just after the deadline: nobody takes the file any more.
+    if (signal.aborted) await removeSpooled();
+    const downloaded = event(
+      `downloaded: ${spooled.size} bytes from ${redactUrl(remote.finalUrl)}`,
+    );
+    return { ...spooled, downloaded };
+  };
+  let outcome: Awaited<ReturnType<typeof download>> | typeof LATE;
+  try {
+    outcome = await withinDeadline(options.totalTimeoutMs, download, () => remote?.abort());
+  } catch (error) {
+    await removeSpooled();
+    throw remoteFailure(error, location, options.maxBytes);
+  }
+  // The abandoned download settles later (the remote is cut off); its file goes then.
+  if (outcome === LATE) throw tooLong('downloading', location, options.totalTimeoutMs);
+  return outcome;
+}
+
+/**
+ * Scans downloaded content within `timeoutMs` (ASSAY_FETCH_TIMEOUT): a scan that passes it is
+ * abandoned (the scan takes an AbortSignal) and is the item's error result, naming the remote.
+ * Engine failures propagate as they are.
+ */
+export async function scanDownloaded(
+  processor: ContentProcessor,
+  source: () => AsyncIterable<Buffer>,
+  location: string,
+  options: { timeoutMs: number; maxBytes: number },
+  context: { receivedAt: string; categories: readonly DetectionCategory[] },
+): Promise<ScannedContent> {
+  let outcome: ScannedContent | typeof LATE;
+  try {
+    outcome = await withinDeadline(options.timeoutMs, (signal) =>
+      processor.scan(source(), {
+        categories: context.categories,
+        receivedAt: context.receivedAt,
+        maxBytes: options.maxBytes,
+        signal,
+      }),
+    );
+  } catch (error) {
+    throw remoteFailure(error, location, options.maxBytes);
+  }
+  if (outcome === LATE) throw tooLong('scanning the content of', location, options.timeoutMs);
+  return outcome;
+}
+
+/**
+ * A synchronous fetch (the v2.2 sync `location` form): downloaded into the spool (not synced, a
+ * crash just means the client asks again), scanned, removed. The download and the scan each have
+ * ASSAY_FETCH_TIMEOUT.
  */
 export async function fetchAndScan(
   processor: ContentProcessor,
@@ -55,70 +176,23 @@ export async function fetchAndScan(
   context: FetchContext,
 ): Promise<{ scanned: ScannedContent; downloaded: TraceEvent }> {
   const { spool } = context;
-  const deadline = new AbortController();
-  let remote: FetchedContent | null = null;
-  let spooledKey: string | null = null;
-  const timer = setTimeout(() => {
-    deadline.abort();
-    remote?.abort();
-  }, options.totalTimeoutMs);
-  const late = new Promise<never>((_resolve, reject) => {
-    deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), { once: true });
+  const spooled = await downloadToSpool(location, options, {
+    spool,
+    spoolId: context.spoolId,
+    durable: false,
   });
-  const work = (async () => {
-    remote = await fetchContent(location, options);
-    const { body, finalUrl } = remote;
-    const spooled = await spool.write(context.spoolId, body, options.maxBytes, {
-      durable: false,
-    });
-    spooledKey = spooled.key;
-    const downloaded = event(`downloaded: ${spooled.size} bytes from ${redactUrl(finalUrl)}`);
-    const scanned = await processor.scan(spool.read(spooled.key), {
-      categories: context.categories,
-      receivedAt: context.receivedAt,
-      maxBytes: options.maxBytes,
-      signal: deadline.signal,
-    });
-    return { scanned, downloaded };
-  })();
-  // A file that cannot be removed never changes the outcome: the orphan sweep takes it later.
-  const removeSpooled = () =>
-    spooledKey === null ? undefined : spool.remove(spooledKey).catch(() => {});
   try {
-    // Whatever part is still running at the deadline (download, clamd, an engine), the job ends.
-    const outcome = await Promise.race([work, late]);
-    await removeSpooled();
-    return outcome;
-  } catch (error) {
-    if (deadline.signal.aborted) {
-      // The abandoned part settles later; its spool file goes then (or to the orphan sweep).
-      work.catch(() => {}).finally(removeSpooled);
-      const doing =
-        spooledKey === null
-          ? `downloading ${redactUrl(location)}`
-          : `downloading and scanning ${redactUrl(location)}`;
-      throw new RemoteContentError(
-        `${doing} took longer than ${options.totalTimeoutMs / 1000} s (ASSAY_FETCH_TIMEOUT)`,
-        'unavailable',
-      );
-    }
-    await removeSpooled();
-    if (error instanceof OutboundRefusedError)
-      throw new RemoteContentError(error.message, 'refused');
-    if (error instanceof ContentTooLargeError || error instanceof SpoolTooLargeError) {
-      throw new RemoteContentError(
-        `the content at ${redactUrl(location)} exceeds the limit of ${options.maxBytes} bytes`,
-        'too-large',
-      );
-    }
-    if (error instanceof OutboundError) throw new RemoteContentError(error.message, 'unavailable');
-    if (error instanceof EmptyContentError) {
-      throw new RemoteContentError(`the content at ${redactUrl(location)} is empty`, 'unavailable');
-    }
-    throw error;
+    const scanned = await scanDownloaded(
+      processor,
+      () => spool.read(spooled.key),
+      location,
+      { timeoutMs: options.totalTimeoutMs, maxBytes: options.maxBytes },
+      context,
+    );
+    return { scanned, downloaded: spooled.downloaded };
   } finally {
-    clearTimeout(timer);
-    late.catch(() => {});
+    // An abandoned scan may still read it: removed all the same (the read fails, nothing waits).
+    await spool.remove(spooled.key).catch(() => {});
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import type { CallbackDelivery } from '../domain/records.js';
 import type { CallbackDeliveriesTable, Database } from './schema.js';
 
@@ -19,6 +19,28 @@ function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery 
     creationDate: row.creation_date,
     finishedDate: row.finished_date,
   };
+}
+
+/** Deliveries an attempt may not start for now: of these accounts, or of these lanes. */
+export interface DeliverySkip {
+  accounts: readonly string[];
+  lanes: ReadonlyArray<{ accountId: string; destination: string }>;
+}
+
+const NOTHING_SKIPPED: DeliverySkip = { accounts: [], lanes: [] };
+
+/**
+ * Pending deliveries outside `skip`. Lanes are left out by one list of `account destination`
+ * keys (the gate's `laneKey`), not a condition per lane: SQLite limits an expression's depth.
+ */
+function notSkipped(eb: ExpressionBuilder<Database, 'callback_deliveries'>, skip: DeliverySkip) {
+  const conditions = [eb('state', '=', 'pending')];
+  if (skip.accounts.length > 0) conditions.push(eb('account_id', 'not in', skip.accounts));
+  if (skip.lanes.length > 0) {
+    const keys = skip.lanes.map((lane) => `${lane.accountId} ${lane.destination}`);
+    conditions.push(eb(sql<string>`account_id || ' ' || destination`, 'not in', keys));
+  }
+  return eb.and(conditions);
 }
 
 /** Durable callback deliveries: written with the result, removed from the due list when settled. */
@@ -47,37 +69,42 @@ export class CallbackOutbox {
       .execute();
   }
 
-  /** Pending deliveries due by `now`, oldest first, except those to `skip` destinations. */
-  async due(now: string, limit: number, skip: readonly string[] = []): Promise<CallbackDelivery[]> {
-    let query = this.db
+  /** Pending deliveries due by `now`, oldest first, except those `skip` names. */
+  async due(
+    now: string,
+    limit: number,
+    skip: DeliverySkip = NOTHING_SKIPPED,
+  ): Promise<CallbackDelivery[]> {
+    const rows = await this.db
       .selectFrom('callback_deliveries')
       .selectAll()
-      .where('state', '=', 'pending')
-      .where('next_attempt_at', '<=', now);
-    if (skip.length > 0) query = query.where('destination', 'not in', skip);
-    const rows = await query.orderBy('next_attempt_at').limit(limit).execute();
+      .where((eb) => notSkipped(eb, skip))
+      .where('next_attempt_at', '<=', now)
+      .orderBy('next_attempt_at')
+      .limit(limit)
+      .execute();
     return rows.map(toDelivery);
   }
 
-  /** When the next delivery falls due, except those to `skip` destinations; null: none pending. */
-  async nextDue(skip: readonly string[] = []): Promise<string | null> {
-    let query = this.db
+  /** When the next delivery falls due, except those `skip` names; null: none pending. */
+  async nextDue(skip: DeliverySkip = NOTHING_SKIPPED): Promise<string | null> {
+    const row = await this.db
       .selectFrom('callback_deliveries')
       .select((eb) => eb.fn.min('next_attempt_at').as('next'))
-      .where('state', '=', 'pending');
-    if (skip.length > 0) query = query.where('destination', 'not in', skip);
-    const row = await query.executeTakeFirst();
+      .where((eb) => notSkipped(eb, skip))
+      .executeTakeFirst();
     return row?.next ?? null;
   }
 
   /**
-   * Holds back a destination's pending deliveries until `until` without counting an attempt: a
-   * failing receiver is tried again as a whole, not once per delivery.
+   * Holds back an account's pending deliveries to a destination until `until` without counting
+   * an attempt: a receiver failing for the account is tried again as a whole, not once per delivery.
    */
-  async deferDestination(destination: string, until: string): Promise<void> {
+  async deferDestination(accountId: string, destination: string, until: string): Promise<void> {
     await this.db
       .updateTable('callback_deliveries')
       .set({ next_attempt_at: until })
+      .where('account_id', '=', accountId)
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where('next_attempt_at', '<', until)
@@ -85,10 +112,11 @@ export class CallbackOutbox {
   }
 
   /**
-   * Gives up a destination's pending deliveries created before `createdBefore` (too old to wait
-   * for it any longer); returns them, for their traces.
+   * Gives up an account's pending deliveries to a destination created before `createdBefore` (too
+   * old to wait for it any longer); returns them, for their traces.
    */
   async expireDestination(
+    accountId: string,
     destination: string,
     createdBefore: string,
     outcome: { at: string; error: string },
@@ -97,12 +125,13 @@ export class CallbackOutbox {
       return this.db
         .transaction()
         .execute((trx) =>
-          new CallbackOutbox(trx).expireDestination(destination, createdBefore, outcome),
+          new CallbackOutbox(trx).expireDestination(accountId, destination, createdBefore, outcome),
         );
     }
     const expired = await this.db
       .selectFrom('callback_deliveries')
       .select(['id', 'file_id', 'last_error'])
+      .where('account_id', '=', accountId)
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where('creation_date', '<', createdBefore)
@@ -111,6 +140,7 @@ export class CallbackOutbox {
     await this.db
       .updateTable('callback_deliveries')
       .set({ state: 'failed', finished_date: outcome.at, last_error: outcome.error })
+      .where('account_id', '=', accountId)
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where('creation_date', '<', createdBefore)

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Job, JobKind, LegacyJobOptions } from '../domain/records.js';
+import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
 import type { Database, JobsTable } from './schema.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
@@ -21,6 +21,7 @@ function toJob(row: Selectable<JobsTable>): Job {
     lastError: row.last_error,
     size: Number(row.size),
     creditHeld: row.credit_held === 1,
+    stage: row.stage as JobStage,
   };
 }
 
@@ -48,6 +49,8 @@ export class JobRepository {
         last_error: job.lastError ?? null,
         size: job.size ?? 0,
         credit_held: job.creditHeld === true ? 1 : 0,
+        // A fetch is downloaded into the spool first; content already there goes to the scan.
+        stage: job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan',
       })
       .execute();
   }
@@ -92,17 +95,19 @@ export class JobRepository {
   }
 
   /**
-   * The oldest job that may be claimed by `now` (pending and due, or processing with an expired
-   * lease) of the first account after `afterAccount` in id order that has one. Called with the
-   * last account served, it walks the accounts round-robin, each step one index seek.
+   * The oldest job of `stage` that may be claimed by `now` (pending and due, or processing with an
+   * expired lease) of the first account after `afterAccount` in id order that has one. Called with
+   * the last account served, it walks the accounts round-robin, each step one index seek.
    */
   async nextDueAfter(
+    stage: JobStage,
     afterAccount: string,
     now: string,
   ): Promise<{ id: string; accountId: string } | null> {
     const row = await this.db
       .selectFrom('jobs')
       .select(['id', 'account_id'])
+      .where('stage', '=', stage)
       .where('account_id', '>', afterAccount)
       .where('run_after', '<=', now)
       .orderBy('account_id')
@@ -112,16 +117,65 @@ export class JobRepository {
     return row === undefined ? null : { id: row.id, accountId: row.account_id };
   }
 
-  /** Jobs in flight (processing, lease not expired) per account, across every worker. */
-  async inFlightByAccount(now: string): Promise<Map<string, number>> {
+  /** Jobs in flight (processing, lease not expired), of every stage and worker. */
+  async inFlight(now: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('state', '=', 'processing')
+      .where('run_after', '>', now)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  /** Jobs of `stage` in flight (processing, lease not expired) per account, across every worker. */
+  async inFlightByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
     const rows = await this.db
       .selectFrom('jobs')
       .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
       .where('state', '=', 'processing')
       .where('run_after', '>', now)
+      .where('stage', '=', stage)
       .groupBy('account_id')
       .execute();
     return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
+  }
+
+  /**
+   * Fetches per account that hold downloaded content in the spool, waiting for (or in) their
+   * scan: with the downloads in flight, what an account's download cap counts, so downloads
+   * cannot run ahead of the scans and fill the disk.
+   */
+  async downloadedByAccount(): Promise<Map<string, number>> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+      .where('stage', '=', 'scan')
+      .where('kind', '=', 'fetch')
+      .groupBy('account_id')
+      .execute();
+    return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
+  }
+
+  /**
+   * A claimed fetch whose content is now in the spool moves to the scan stage, due at once. Its
+   * attempt is refunded: the download worked, and the scan's claim counts one of its own.
+   */
+  async downloaded(id: string, spool: { key: string; size: number }, now: string): Promise<void> {
+    await this.db
+      .updateTable('jobs')
+      .set((eb) => ({
+        stage: 'scan',
+        state: 'pending',
+        spool_key: spool.key,
+        size: spool.size,
+        run_after: now,
+        attempts: eb('attempts', '-', 1),
+      }))
+      .where('id', '=', id)
+      .where('state', '=', 'processing')
+      .where('stage', '=', 'download')
+      .execute();
   }
 
   /**

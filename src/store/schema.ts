@@ -72,10 +72,12 @@ export interface JobsTable {
   legacy: string | null;
   /** Why the last counted attempt failed; null when it recorded nothing (it may have ended the process). */
   last_error: string | null;
-  /** Bytes held in the spool for the job (0 for a fetch). */
+  /** Bytes held in the spool for the job (0 for a fetch until its download is spooled). */
   size: number;
   /** 1: a credit was taken from the balance at acceptance; 0: accepted before migration 0010. */
   credit_held: number;
+  /** 'download' (a fetch not yet in the spool) or 'scan' (spooled content). */
+  stage: string;
 }
 
 export interface TraceEventsTable {

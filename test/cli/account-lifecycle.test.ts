@@ -1,5 +1,6 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -25,8 +26,9 @@ const ping = (svc: TestService, auth: string) =>
 
 describe('assay admin account disable, enable and delete', () => {
   test('disable refuses every key and token at once and keeps the data; delete erases it all', async (t) => {
-    // A remote that never answers holds the account's one job slot, so its async upload stays
-    // pending with its content in the spool.
+    // A fetch of a remote that never answers stays pending (downloading). A job being scanned by
+    // another process (claimed in the store, its lease long) holds the account's one scanning
+    // slot, so its async upload stays pending with its content in the spool.
     const hanging = await startLocalServer(() => undefined);
     t.after(() => hanging.close());
     const svc = await buildService(t, {
@@ -34,6 +36,26 @@ describe('assay admin account disable, enable and delete', () => {
       ASSAY_FETCH_ALLOW: '127.0.0.1/32',
       ASSAY_ACCOUNT_JOB_CONCURRENCY: '1',
     });
+    const now = new Date().toISOString();
+    const elsewhere = randomBytes(16).toString('hex');
+    await svc.store.jobs.insert({
+      id: elsewhere,
+      accountId: svc.accountId,
+      apiKeyId: svc.keyId,
+      apiVersion: 'v2.2',
+      kind: 'upload',
+      state: 'pending',
+      location: null,
+      spoolKey: null,
+      metadata: {},
+      callback: null,
+      attempts: 0,
+      runAfter: now,
+      creationDate: now,
+    });
+    assert.ok(
+      await svc.store.jobs.claim(elsewhere, now, new Date(Date.now() + 3_600_000).toISOString()),
+    );
     const other = await svc.createAccountKey();
     const made = await fetch(`${svc.url}/v2.2/auth/tokens`, {
       method: 'POST',
@@ -74,7 +96,7 @@ describe('assay admin account disable, enable and delete', () => {
     assert.equal(deleted.status, 0, deleted.stderr);
     assert.match(
       deleted.stdout,
-      /deleted: 1 keys, 1 tokens, 0 users, 1 results, \d+ trace events, 2 pending jobs, 0 callbacks, 1 spooled files/,
+      /deleted: 1 keys, 1 tokens, 0 users, 1 results, \d+ trace events, 3 pending jobs, 0 callbacks, 1 spooled files/,
     );
     assert.deepEqual(readdirSync(join(svc.dataDir, 'spool')), [], 'its spooled content is gone');
     assert.equal(await ping(svc, svc.auth), 401);

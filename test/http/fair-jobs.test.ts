@@ -32,6 +32,7 @@ describe('async work is shared fairly between accounts', () => {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_FETCH_ALLOW: '127.0.0.1/32',
       ASSAY_JOB_CONCURRENCY: '4',
+      ASSAY_ACCOUNT_FETCH_CONCURRENCY: '3',
       ASSAY_SHUTDOWN_GRACE: '0',
     });
     // Account A fills the queue with work that would hold every slot for the fetch deadline (300 s).
@@ -49,21 +50,22 @@ describe('async work is shared fairly between accounts', () => {
     assert.deepEqual(result.findings, [], JSON.stringify(result));
     const elapsed = Date.now() - started;
     assert.ok(elapsed < 5_000, `B's result took ${elapsed} ms`);
-    // A holds half the slots (the default cap), whatever it queued, and no more.
+    // A downloads as many at once as its cap, whatever it queued, and no more.
     const deadline = Date.now() + 5_000;
-    while (requestsFor('/never/') < 2 && Date.now() < deadline) await sleep(20);
+    while (requestsFor('/never/') < 3 && Date.now() < deadline) await sleep(20);
     await sleep(500);
-    assert.equal(requestsFor('/never/'), 2, 'account A has 2 jobs in flight');
+    assert.equal(requestsFor('/never/'), 3, 'account A has 3 downloads in flight');
   });
 
   test('accounts take turns: with one slot, B is served between A’s jobs, not after all of them', async (t) => {
     const svc = await buildService(t, {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      ASSAY_FETCH_CONCURRENCY: '1',
       ASSAY_JOB_CONCURRENCY: '1',
       ASSAY_FETCH_TIMEOUT: '1',
     });
-    // A's first job holds the only slot for a second; meanwhile both queue more.
+    // A's first download holds the only download slot for a second; meanwhile both queue more.
     await submitFetch(svc.url, svc.auth, `${remote.url}/never/a0`);
     await sleep(200);
     for (let i = 1; i <= 3; i++) await submitFetch(svc.url, svc.auth, `${remote.url}/never/a${i}`);

@@ -133,6 +133,11 @@ describe('a remote server that stalls mid-body', () => {
       trace.includes(`downloaded: 20 bytes from ${remote.url}/steady/async`),
       trace.join('\n'),
     );
+    // An async fetch's download is removed once its result is recorded, as an upload's is.
+    for (const deadline = Date.now() + 2_000; Date.now() < deadline; ) {
+      if ((await spoolFiles(svc.dataDir)).length === 0) break;
+      await sleep(20);
+    }
     assert.deepEqual(await spoolFiles(svc.dataDir), [], 'the download was removed after the scan');
   });
 
