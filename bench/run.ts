@@ -25,6 +25,7 @@ import { benchNsfwImage, benchNsfwLanguage, JPEG_SIZES, photoSet } from './nsfw.
 import { benchProcesses } from './processes.js';
 import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { type RunStats, runConcurrently, summarise } from './stats.js';
+import { benchWorkers } from './workers.js';
 
 const MB = 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -112,9 +113,12 @@ async function main() {
   const wantsAsync = only === undefined || 'async'.includes(only);
   const wantsImages = only === undefined || 'images'.includes(only);
   const wantsProcesses = only === undefined || 'processes'.includes(only);
+  // Needs PostgreSQL (BENCH_POSTGRES); BENCH_ONLY=workers runs it alone.
+  const wantsWorkers = only === undefined || 'workers'.includes(only);
   // The NSFW engines run in this process, without clamd or the service.
   const nsfwLines = await benchNsfw(only);
-  if (selected.length === 0 && !wantsAsync && !wantsImages && !wantsProcesses) return;
+  if (selected.length === 0 && !wantsAsync && !wantsImages && !wantsProcesses && !wantsWorkers)
+    return;
 
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
@@ -210,6 +214,12 @@ async function main() {
     if (wantsProcesses) {
       console.log('== 4 KB sync uploads, serve --processes 1 and 2');
       const lines = await benchProcesses(socket, work, uploadToAssay, ROUNDS, SMALL_FILES);
+      ratios.push(...lines);
+      console.log('');
+    }
+    if (wantsWorkers) {
+      console.log('== 4 KB async uploads on PostgreSQL, 1 and 2 worker processes');
+      const lines = await benchWorkers(socket, work, Number(process.env.BENCH_WORKER_JOBS ?? 1000));
       ratios.push(...lines);
       console.log('');
     }

@@ -1,3 +1,4 @@
+import { isUniqueViolation } from '../domain/failures.js';
 import {
   type Account,
   type AccountErasure,
@@ -118,9 +119,24 @@ export class AccountService {
    */
   async ensureBootstrapKey(keyId: string, secret: string): Promise<'created' | 'exists'> {
     if ((await this.store.apiKeys.find(keyId)) !== null) return 'exists';
-    const account = await this.createAccount({ name: 'Bootstrap account', subscription: 'local' });
-    await this.createKey(account.id, { id: keyId, secret });
-    return 'created';
+    try {
+      // Account and key together: processes starting at once on one store may race here, and the
+      // loser must leave no account without a key behind.
+      await this.store.transaction(async (store) => {
+        const accounts = new AccountService(store);
+        const account = await accounts.createAccount({
+          name: 'Bootstrap account',
+          subscription: 'local',
+        });
+        await accounts.createKey(account.id, { id: keyId, secret });
+      });
+      return 'created';
+    } catch (error) {
+      if (isUniqueViolation(error) && (await this.store.apiKeys.find(keyId)) !== null) {
+        return 'exists';
+      }
+      throw error;
+    }
   }
 
   /**

@@ -66,3 +66,13 @@ export function isStoreUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** A row with that key exists already (SQLite's constraint codes, PostgreSQL's 23505). */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    code === '23505' ||
+    code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    code === 'SQLITE_CONSTRAINT_UNIQUE'
+  );
+}

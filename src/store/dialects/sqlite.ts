@@ -1,10 +1,42 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  type SqliteDatabase,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  type SqliteStatement,
+} from 'kysely';
 import { syncFileData } from '../disk-sync.js';
 import type { Database } from '../schema.js';
 import { Store } from '../store.js';
+
+/**
+ * Transactions begin IMMEDIATE: they take the write lock at once, waiting for it up to
+ * busy_timeout. A deferred transaction that reads, then writes while another process holds the
+ * lock (several processes on one data dir: `--processes`, roles) fails at once with SQLITE_BUSY,
+ * since waiting could deadlock; an immediate one waits its turn.
+ */
+class ImmediateTransactionDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class AssaySqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateTransactionDriver(this.settings);
+  }
+}
 
 const STATEMENT_CACHE_SIZE = 256;
 
@@ -45,7 +77,7 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   const walPath = `${database.name}-wal`;
   const store = new Store(
     new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+      dialect: new AssaySqliteDialect({ database: withStatementCache(database) }),
     }),
     () => syncFileData(walPath),
   );

@@ -1,0 +1,133 @@
+/**
+ * Async throughput on PostgreSQL with 1 and 2 worker processes (BENCH_WORKERS, e.g. "1,2,4"): one
+ * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory;
+ * `--role worker` processes scan them. Each count gets a database of its own on BENCH_POSTGRES
+ * (default postgres://postgres@127.0.0.1:5432, created and dropped here). Reported: items per
+ * second from the first submission to the last result, and the CPU per item of the api, the
+ * workers and PostgreSQL's backends (all processes of the machine's `postgres` user).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { cpuSeconds, startAssay } from './service-process.js';
+import { runConcurrently } from './stats.js';
+
+const SERVER = process.env.BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
+const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
+
+/** CPU seconds of every process of the `postgres` user: the database's side of the work. */
+function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
+      const uid = /Uid:\s+(\d+)/.exec(status)?.[1];
+      if (uid !== postgresUid) continue;
+      total += cpuSeconds(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+const postgresUid = (() => {
+  try {
+    return execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim();
+  } catch {
+    return '';
+  }
+})();
+
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+async function countResults(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>('select count(*) as n from files');
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function benchWorkers(socket: string, work: string, items: number): Promise<string[]> {
+  const counts = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
+  const lines: string[] = [];
+  for (const workers of counts) {
+    const name = `assay_bench_workers_${process.pid}_${workers}`;
+    await admin(`CREATE DATABASE ${name}`);
+    const database = `${SERVER}/${name}`;
+    const spool = join(work, `workers-${workers}-spool`);
+    mkdirSync(spool, { recursive: true });
+    const shared = {
+      ASSAY_DATABASE_URL: database,
+      ASSAY_SPOOL_DIR: spool,
+      ASSAY_ACCOUNT_JOB_CONCURRENCY: '8',
+    };
+    const api = await startAssay(socket, join(work, `workers-${workers}-api`), {
+      ...shared,
+      ASSAY_ROLE: 'api',
+    });
+    const started: Array<Awaited<ReturnType<typeof startAssay>>> = [];
+    try {
+      for (let i = 0; i < workers; i++) {
+        started.push(
+          await startAssay(socket, join(work, `workers-${workers}-worker-${i}`), {
+            ...shared,
+            ASSAY_ROLE: 'worker',
+          }),
+        );
+      }
+      const pids = [api, ...started].map((p) => p.child.pid ?? 0);
+      const cpuBefore = pids.map(cpuSeconds);
+      const dbBefore = postgresCpuSeconds();
+      const begin = performance.now();
+      await runConcurrently(items, 16, async () => {
+        const form = new FormData();
+        form.append('file', new Blob([randomBytes(4096)]), 'item.bin');
+        const response = await fetch(`${api.url}/v2.2/files/async`, {
+          method: 'POST',
+          headers: { authorization: AUTH },
+          body: form,
+        });
+        if (response.status !== 202) throw new Error(`async upload: ${response.status}`);
+        await response.arrayBuffer();
+      });
+      const accepted = (performance.now() - begin) / 1000;
+      while ((await countResults(database)) < items) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const seconds = (performance.now() - begin) / 1000;
+      const cpu = pids.map((pid, i) => cpuSeconds(pid) - (cpuBefore[i] ?? 0));
+      const dbCpu = postgresCpuSeconds() - dbBefore;
+      const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
+      const workerCpu = cpu.slice(1).reduce((sum, s) => sum + s, 0);
+      lines.push(
+        `4 KB async on PostgreSQL, ${workers} worker process${workers > 1 ? 'es' : ''}: ` +
+          `${(items / seconds).toFixed(1)} items/s (${items} accepted in ${accepted.toFixed(1)} s, ` +
+          `all scanned in ${seconds.toFixed(1)} s); cpu per item: api ${perItem(cpu[0] ?? 0)} ms, ` +
+          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms`,
+      );
+      console.log(`  ${lines.at(-1)}`);
+    } finally {
+      for (const p of [api, ...started]) {
+        p.child.kill('SIGTERM');
+        await new Promise((resolve) => p.child.once('exit', resolve));
+      }
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    }
+  }
+  return lines;
+}
