@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { type Db, fromKysely, type Job, PgBoss } from 'pg-boss';
+import { fetchNextJob } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
 import type { Database } from '../store/schema.js';
 
@@ -59,8 +60,14 @@ interface Message {
   id: string;
 }
 
-/** pg-boss's fetch of a queue with group concurrency names the queue as `j.name = '…'`. */
-const GROUP_FETCH = /active_group_(?:count_map|probe)[\s\S]*?j\.name = '([^']+)'/;
+/** pg-boss's fetch with group concurrency counts `active_group_…`, and names the queue. */
+const GROUP_COUNT = /active_group_(?:count_map|probe)/;
+const FETCHED_QUEUE = /j\.name = '([^']+)'/;
+
+/** The queue a statement fetches from with group limits, if it is such a fetch. */
+function groupFetchQueue(text: string): string | undefined {
+  return GROUP_COUNT.test(text) ? FETCHED_QUEUE.exec(text)?.[1] : undefined;
+}
 
 /**
  * pg-boss counts a group's active jobs inside its fetch statement, but two fetches running at once
@@ -71,12 +78,27 @@ const GROUP_FETCH = /active_group_(?:count_map|probe)[\s\S]*?j\.name = '([^']+)'
  * some hundreds of claims a second across the deployment, far above what clamd scans.
  */
 function serializeGroupFetches(db: Db): void {
+  // The statement is recognized by its text: a pg-boss that words it otherwise fails here, at
+  // construction, rather than letting groups overshoot.
+  for (const groupConcurrency of [1, 2]) {
+    const plan = fetchNextJob({
+      schema: 'pgboss',
+      table: 'job',
+      name: 'probe.queue',
+      policy: 'short',
+      limit: 1,
+      groupConcurrency,
+    });
+    if (groupFetchQueue(plan.text) !== 'probe.queue') {
+      throw new Error('this pg-boss version fetches differently: group fetches not serialized');
+    }
+  }
   const plain = db.executeSql;
   const begin = db.beginTransaction?.bind(db);
   if (begin === undefined) throw new Error('pg-boss pool without transactions');
   // pg-boss's pool takes a third, internal argument (aborts for its BAM jobs): passed along.
   db.executeSql = async (text: string, values?: unknown[], ...internal: unknown[]) => {
-    const queue = GROUP_FETCH.exec(text)?.[1];
+    const queue = groupFetchQueue(text);
     if (queue === undefined) return Reflect.apply(plain, db, [text, values, ...internal]);
     const transaction = await begin();
     try {
@@ -155,24 +177,28 @@ export class PgBossDispatch {
     await this.boss.start();
     const existing = new Set((await this.boss.getQueues([...this.queues])).map((q) => q.name));
     for (const name of this.queues) {
-      if (existing.has(name)) continue;
+      const settings = {
+        heartbeatSeconds: this.heartbeatSeconds,
+        expireInSeconds: this.expireInSeconds,
+        // The store counts attempts and gives up; pg-boss's retries only re-deliver.
+        retryLimit: 1_000_000,
+        retryDelay: 1,
+        retryBackoff: true,
+        retryDelayMax: 60,
+        // A waiting message is never dropped for age; finished ones (pg-boss's rows only) go
+        // after a day.
+        retentionSeconds: 10 * 365 * 24 * 3600,
+        deleteAfterSeconds: 24 * 3600,
+        notify: true,
+      };
+      // An existing queue takes this process's settings (for messages sent from now on).
+      if (existing.has(name)) {
+        await this.boss.updateQueue(name, settings);
+        continue;
+      }
       try {
-        await this.boss.createQueue(name, {
-          // One waiting message per id and queue (see enqueue); an active one may have a successor.
-          policy: 'short',
-          heartbeatSeconds: this.heartbeatSeconds,
-          expireInSeconds: this.expireInSeconds,
-          // The store counts attempts and gives up; pg-boss's retries only re-deliver.
-          retryLimit: 1_000_000,
-          retryDelay: 1,
-          retryBackoff: true,
-          retryDelayMax: 60,
-          // A waiting message is never dropped for age; finished ones (pg-boss's rows only) go
-          // after a day.
-          retentionSeconds: 10 * 365 * 24 * 3600,
-          deleteAfterSeconds: 24 * 3600,
-          notify: true,
-        });
+        // One waiting message per id and queue (see enqueue); an active one may have a successor.
+        await this.boss.createQueue(name, { policy: 'short', ...settings });
       } catch (error) {
         // Another process created it since getQueues: that is the idempotence wanted.
         if ((await this.boss.getQueue(name)) === null) throw error;
@@ -230,6 +256,9 @@ export class PgBossDispatch {
         async (jobs: Job<Message>[]) => {
           try {
             for (const job of jobs) await handler(job.data.id, job.signal);
+          } catch (error) {
+            this.logger.warn({ err: error, queue }, 'dispatch handler failed; redelivered later');
+            throw error;
           } finally {
             if (workerId !== undefined) this.boss.notifyWorker(workerId);
           }

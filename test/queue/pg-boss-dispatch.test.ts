@@ -169,6 +169,39 @@ describe('pg-boss dispatch', { skip: onPostgres ? false : 'pg-boss needs Postgre
     });
   });
 
+  test('a handler that throws has its message re-delivered; one cut short by stop goes to another process', async (t) => {
+    const { url, store } = await database(t);
+    const first = await dispatch(t, { connectionString: url });
+    const attempts: string[] = [];
+    let started = () => {};
+    const holding = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    await first.work(QUEUE, { slots: 1, perGroup: 1 }, async (jobId, signal) => {
+      attempts.push(jobId);
+      if (jobId === 'flaky' && attempts.length === 1) throw new Error('the store was away');
+      if (jobId === 'long') {
+        started();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+      }
+    });
+    await enqueue(store, first, 'flaky', 'a');
+    await waitUntil('the failed attempt is delivered again', () => attempts.length === 2);
+    assert.deepEqual(attempts, ['flaky', 'flaky']);
+
+    await enqueue(store, first, 'long', 'a');
+    await holding;
+    const second = await dispatch(t, { connectionString: url });
+    const taken: string[] = [];
+    await second.work(QUEUE, { slots: 1, perGroup: 1 }, async (jobId) => {
+      taken.push(jobId);
+    });
+    const stopped = performance.now();
+    await first.stop(500);
+    await waitUntil('the other process takes it', () => taken.includes('long'), 10_000);
+    t.diagnostic(`taken over ${(performance.now() - stopped).toFixed(0)} ms after stop`);
+  });
+
   test('queue stats count queued, deferred and active messages, live', async (t) => {
     const { url, store } = await database(t);
     const queue = await dispatch(t, { connectionString: url });
