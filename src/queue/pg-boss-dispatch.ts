@@ -72,7 +72,7 @@ function groupFetchQueue(text: string): string | undefined {
 /**
  * pg-boss counts a group's active jobs inside its fetch statement, but two fetches running at once
  * (two slots, two processes) each count before either has claimed, and both claim: perGroup 2 let
- * 3 run in the test. Fetches of one queue with group limits are serialized here, through a
+ * 3 to 8 run in the test. Fetches of one queue with group limits are serialized here, through a
  * transaction-scoped advisory lock taken before the fetch (at READ COMMITTED the fetch then sees
  * every claim committed before it). A fetch takes about a millisecond, so this caps one queue at
  * some hundreds of claims a second across the deployment, far above what clamd scans.
@@ -121,7 +121,7 @@ function serializeGroupFetches(db: Db): void {
  * attempts, spool key, credit, outcome) stays in the store. A message is sent in the caller's
  * transaction, so it exists exactly when the row it is for was committed. Delivery is at least
  * once: a worker that dies mid-job leaves it to be re-delivered once its heartbeat is stale
- * (heartbeatSeconds + up to twice monitorSeconds + pollSeconds; see docs/ARCHITECTURE.md), so
+ * (heartbeatSeconds + twice monitorSeconds + 1 s + pollSeconds; docs/ARCHITECTURE.md), so
  * handlers must be idempotent, which the store's claim of the row provides.
  */
 export class PgBossDispatch {

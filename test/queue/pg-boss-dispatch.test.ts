@@ -106,14 +106,19 @@ describe('pg-boss dispatch', { skip: onPostgres ? false : 'pg-boss needs Postgre
       const now = (running.get(group) ?? 0) + 1;
       running.set(group, now);
       most.set(group, Math.max(most.get(group) ?? 0, now));
-      await sleep(400);
+      await sleep(200);
       running.set(group, (running.get(group) ?? 0) - 1);
       done.push(jobId);
     };
     await first.work(QUEUE, { slots: 4, perGroup: 2 }, handler);
     await second.work(QUEUE, { slots: 4, perGroup: 2 }, handler);
 
-    for (let i = 0; i < 20; i++) await enqueue(store, first, `A-${i}`, 'account-a');
+    // One commit: its NOTIFY wakes all 8 slots at once, so their fetches race.
+    await store.transaction(async (trx) => {
+      for (let i = 0; i < 20; i++) {
+        await first.enqueue(trx.db, QUEUE, `A-${i}`, { group: 'account-a' });
+      }
+    });
     await waitUntil('account A runs', () => (running.get('A') ?? 0) > 0);
     const sent = performance.now();
     await enqueue(store, second, 'B-0', 'account-b');
