@@ -207,6 +207,28 @@ describe('pg-boss dispatch', { skip: onPostgres ? false : 'pg-boss needs Postgre
     t.diagnostic(`taken over ${(performance.now() - stopped).toFixed(0)} ms after stop`);
   });
 
+  test('a handler may queue its own job again for later; a waiting one is not doubled', async (t) => {
+    const { url, store } = await database(t);
+    const queue = await dispatch(t, { connectionString: url });
+    const runs: number[] = [];
+    const requeued: boolean[] = [];
+    await queue.work(QUEUE, { slots: 1, perGroup: 1 }, async (jobId) => {
+      runs.push(performance.now());
+      if (runs.length > 1) return;
+      const later = new Date(Date.now() + 1000);
+      // As a failed attempt would: its next run, committed with the release of its row.
+      requeued.push(await enqueue(store, queue, jobId, 'a', later));
+      requeued.push(await enqueue(store, queue, jobId, 'a', later));
+    });
+    await enqueue(store, queue, 'again', 'a');
+    await waitUntil('it runs again', () => runs.length === 2, 10_000);
+    assert.deepEqual(requeued, [true, false]);
+    const gap = (runs[1] ?? 0) - (runs[0] ?? 0);
+    assert.ok(gap >= 900, `the next run waited for its start (${gap.toFixed(0)} ms)`);
+    await sleep(1500);
+    assert.equal(runs.length, 2);
+  });
+
   test('queue stats count queued, deferred and active messages, live', async (t) => {
     const { url, store } = await database(t);
     const queue = await dispatch(t, { connectionString: url });
