@@ -1,0 +1,300 @@
+import type { Kysely } from 'kysely';
+import { type Db, fromKysely, type Job, PgBoss } from 'pg-boss';
+import { fetchNextJob } from 'pg-boss/dist/plans.js';
+import type { Logger } from 'pino';
+import type { Database } from '../store/schema.js';
+
+/** The queues the service dispatches on PostgreSQL: one per kind of work. */
+export const ASSAY_QUEUES = ['assay.download', 'assay.scan', 'assay.callback'] as const;
+
+export interface PgBossDispatchOptions {
+  /** The store's database (`ASSAY_DATABASE_URL`): pg-boss keeps its tables in `schema` there. */
+  connectionString: string;
+  /** Default 'pgboss'. */
+  schema?: string;
+  /** The queues created at start (idempotently). Default ASSAY_QUEUES. */
+  queues?: readonly string[];
+  /** pg-boss's own pool, apart from the store's. Default 4. */
+  poolSize?: number;
+  /**
+   * A job whose worker has not refreshed its heartbeat for this long is failed and re-delivered.
+   * Default 30 (pg-boss's minimum is 10); workers refresh every half of it.
+   */
+  heartbeatSeconds?: number;
+  /**
+   * The longest a job may stay active, heartbeat or not: above the longest legitimate run (clamd's
+   * MaxScanTime 120 s + ASSAY_FETCH_TIMEOUT 300 s). Default 900.
+   */
+  expireInSeconds?: number;
+  /**
+   * How often some instance looks for stale heartbeats and expired jobs (one instance per pass,
+   * claimed in the database). Default 10.
+   */
+  monitorSeconds?: number;
+  /** How often an idle worker polls, besides LISTEN/NOTIFY wake-ups. Default 2. */
+  pollSeconds?: number;
+  /** Registry name of this instance (getInstances), e.g. 'worker'. */
+  instanceName?: string;
+  logger: Logger;
+}
+
+export interface WorkOptions {
+  /** Jobs of this queue this process runs at once. */
+  slots: number;
+  /** Jobs of one group (account) running at once, across every process on the database. */
+  perGroup: number;
+}
+
+/** Counts of one queue, live: for a worker's readiness report. */
+export interface QueueCounts {
+  /** Waiting and due (including jobs waiting for a retry). */
+  queued: number;
+  /** Waiting for a later start (`startAfter`). */
+  deferred: number;
+  /** Held by a worker now. */
+  active: number;
+}
+
+/** What a job's message carries: only the id of the row in `jobs` (or the outbox) it is for. */
+interface Message {
+  id: string;
+}
+
+/** pg-boss's fetch with group concurrency counts `active_group_…`, and names the queue. */
+const GROUP_COUNT = /active_group_(?:count_map|probe)/;
+const FETCHED_QUEUE = /j\.name = '([^']+)'/;
+
+/** The queue a statement fetches from with group limits, if it is such a fetch. */
+function groupFetchQueue(text: string): string | undefined {
+  return GROUP_COUNT.test(text) ? FETCHED_QUEUE.exec(text)?.[1] : undefined;
+}
+
+/**
+ * pg-boss counts a group's active jobs inside its fetch statement, but two fetches running at once
+ * (two slots, two processes) each count before either has claimed, and both claim: perGroup 2 let
+ * 3 to 8 run in the test. Fetches of one queue with group limits are serialized here, through a
+ * transaction-scoped advisory lock taken before the fetch (at READ COMMITTED the fetch then sees
+ * every claim committed before it). A fetch takes about a millisecond, so this caps one queue at
+ * some hundreds of claims a second across the deployment, far above what clamd scans.
+ */
+function serializeGroupFetches(db: Db): void {
+  // The statement is recognized by its text: a pg-boss that words it otherwise fails here, at
+  // construction, rather than letting groups overshoot.
+  for (const groupConcurrency of [1, 2]) {
+    const plan = fetchNextJob({
+      schema: 'pgboss',
+      table: 'job',
+      name: 'probe.queue',
+      policy: 'short',
+      limit: 1,
+      groupConcurrency,
+    });
+    if (groupFetchQueue(plan.text) !== 'probe.queue') {
+      throw new Error('this pg-boss version fetches differently: group fetches not serialized');
+    }
+  }
+  const plain = db.executeSql;
+  const begin = db.beginTransaction?.bind(db);
+  if (begin === undefined) throw new Error('pg-boss pool without transactions');
+  // pg-boss's pool takes a third, internal argument (aborts for its BAM jobs): passed along.
+  db.executeSql = async (text: string, values?: unknown[], ...internal: unknown[]) => {
+    const queue = groupFetchQueue(text);
+    if (queue === undefined) return Reflect.apply(plain, db, [text, values, ...internal]);
+    const transaction = await begin();
+    try {
+      await transaction.db.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [
+        `assay-group-fetch:${queue}`,
+      ]);
+      const result = await transaction.db.executeSql(text, values);
+      await transaction.commit();
+      return result;
+    } catch (error) {
+      await transaction.rollback();
+      throw error;
+    }
+  };
+}
+
+/**
+ * Delivery of work through pg-boss on the store's PostgreSQL database. pg-boss holds only the
+ * delivery (which id to work on next, who holds it, its heartbeat); the record of the work (its
+ * attempts, spool key, credit, outcome) stays in the store. A message is sent in the caller's
+ * transaction, so it exists exactly when the row it is for was committed. Delivery is at least
+ * once: a worker that dies mid-job leaves it to be re-delivered once its heartbeat is stale
+ * (heartbeatSeconds + twice monitorSeconds + 1 s + pollSeconds; docs/ARCHITECTURE.md), so
+ * handlers must be idempotent, which the store's claim of the row provides.
+ */
+export class PgBossDispatch {
+  private readonly boss: PgBoss;
+  private readonly queues: readonly string[];
+  private readonly heartbeatSeconds: number;
+  private readonly expireInSeconds: number;
+  private readonly pollSeconds: number;
+  private readonly schema: string;
+  private readonly logger: Logger;
+
+  constructor(options: PgBossDispatchOptions) {
+    this.queues = options.queues ?? ASSAY_QUEUES;
+    this.heartbeatSeconds = options.heartbeatSeconds ?? 30;
+    this.expireInSeconds = options.expireInSeconds ?? 900;
+    this.pollSeconds = options.pollSeconds ?? 2;
+    this.schema = options.schema ?? 'pgboss';
+    this.logger = options.logger;
+    if (!/^[a-z_][a-z0-9_]*$/.test(this.schema)) {
+      throw new Error(`pg-boss schema must be a plain lower-case identifier: ${this.schema}`);
+    }
+    if (this.heartbeatSeconds < 10) throw new Error('heartbeatSeconds must be at least 10');
+    if (this.expireInSeconds <= this.heartbeatSeconds) {
+      throw new Error('expireInSeconds must be above heartbeatSeconds');
+    }
+    const monitorSeconds = options.monitorSeconds ?? 10;
+    this.boss = new PgBoss({
+      connectionString: options.connectionString,
+      schema: this.schema,
+      max: options.poolSize ?? 4,
+      application_name: 'assay-dispatch',
+      connectionTimeoutMillis: 10_000,
+      // Stale heartbeats are found by the supervisor's monitor pass: both timers set its pace.
+      monitorIntervalSeconds: monitorSeconds,
+      superviseIntervalSeconds: monitorSeconds,
+      // Workers wake on the NOTIFY of a committed send; polling stays as the floor.
+      useListenNotify: true,
+      schedule: false,
+      ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
+    });
+    serializeGroupFetches(this.boss.getDb());
+    // pg-boss reports failed polls, heartbeats and maintenance here; unhandled, an 'error' event
+    // would end the process. Each is logged; pg-boss keeps polling and recovers when the database
+    // is back.
+    this.boss.on('error', (error) => this.logger.error({ err: error }, 'pg-boss error'));
+    this.boss.on('warning', (warning) =>
+      this.logger.warn({ data: warning.data }, `pg-boss: ${warning.message}`),
+    );
+  }
+
+  /** Installs or migrates pg-boss's schema and creates the queues that are missing. */
+  async start(): Promise<void> {
+    await this.boss.start();
+    const existing = new Set((await this.boss.getQueues([...this.queues])).map((q) => q.name));
+    for (const name of this.queues) {
+      const settings = {
+        heartbeatSeconds: this.heartbeatSeconds,
+        expireInSeconds: this.expireInSeconds,
+        // The store counts attempts and gives up; pg-boss's retries only re-deliver.
+        retryLimit: 1_000_000,
+        retryDelay: 1,
+        retryBackoff: true,
+        retryDelayMax: 60,
+        // A waiting message is never dropped for age; finished ones (pg-boss's rows only) go
+        // after a day.
+        retentionSeconds: 10 * 365 * 24 * 3600,
+        deleteAfterSeconds: 24 * 3600,
+        notify: true,
+      };
+      // An existing queue takes this process's settings (for messages sent from now on).
+      if (existing.has(name)) {
+        await this.boss.updateQueue(name, settings);
+        continue;
+      }
+      try {
+        // One waiting message per id and queue (see enqueue); an active one may have a successor.
+        await this.boss.createQueue(name, { policy: 'short', ...settings });
+      } catch (error) {
+        // Another process created it since getQueues: that is the idempotence wanted.
+        if ((await this.boss.getQueue(name)) === null) throw error;
+      }
+    }
+  }
+
+  /**
+   * Sends `{ id: jobId }` to `queue` inside `trx`, the transaction that commits the row it is for:
+   * a rollback drops the message too. False when a message for this id is already waiting in this
+   * queue (it is not queued twice); one being worked on does not count, so a handler may queue its
+   * own job's next run.
+   */
+  async enqueue(
+    trx: Kysely<Database>,
+    queue: string,
+    jobId: string,
+    options: { group: string; startAfter?: Date },
+  ): Promise<boolean> {
+    const sent = await this.boss.send(queue, { id: jobId } satisfies Message, {
+      db: fromKysely(trx),
+      singletonKey: jobId,
+      group: { id: options.group },
+      ...(options.startAfter === undefined ? {} : { startAfter: options.startAfter }),
+    });
+    return sent !== null;
+  }
+
+  /**
+   * Runs `handler` for each message of `queue`, `slots` at once in this process and `perGroup` of
+   * one group at once across every process; the heartbeat is refreshed while it runs. Resolving
+   * completes the message; throwing fails it, and it is re-delivered after a short backoff.
+   * `signal` aborts when the message was taken away (its heartbeat was lost) or at stop.
+   */
+  async work(
+    queue: string,
+    options: WorkOptions,
+    handler: (jobId: string, signal: AbortSignal) => Promise<void>,
+  ): Promise<void> {
+    // One pg-boss worker per slot. A worker waits a poll interval after each job unless notified,
+    // which would cap a slot at one job per poll: it is woken when its handler ends, so a backlog
+    // is worked through back to back and only an empty fetch waits.
+    for (let slot = 0; slot < options.slots; slot++) {
+      let workerId: string | undefined;
+      workerId = await this.boss.work<Message>(
+        queue,
+        {
+          localConcurrency: 1,
+          groupConcurrency: options.perGroup,
+          batchSize: 1,
+          pollingIntervalSeconds: this.pollSeconds,
+          // Deferred and retried messages send no NOTIFY: the same poll finds them.
+          notifyPollingIntervalSeconds: this.pollSeconds,
+        },
+        async (jobs: Job<Message>[]) => {
+          try {
+            for (const job of jobs) await handler(job.data.id, job.signal);
+          } catch (error) {
+            this.logger.warn({ err: error, queue }, 'dispatch handler failed; redelivered later');
+            throw error;
+          } finally {
+            if (workerId !== undefined) this.boss.notifyWorker(workerId);
+          }
+        },
+      );
+    }
+  }
+
+  /**
+   * Live counts per queue (pg-boss's getQueueStats serves a cache up to a monitor pass old). One
+   * indexed scan of the unfinished messages.
+   */
+  async queueStats(): Promise<Record<string, QueueCounts>> {
+    const { rows } = await this.boss.getDb().executeSql(
+      `SELECT name,
+          count(*) FILTER (WHERE state < 'active' AND start_after <= now())::int AS queued,
+          count(*) FILTER (WHERE state < 'active' AND start_after > now())::int AS deferred,
+          count(*) FILTER (WHERE state = 'active')::int AS active
+        FROM ${this.schema}.job
+        WHERE name = ANY($1::text[]) AND state <= 'active'
+        GROUP BY name`,
+      [[...this.queues]],
+    );
+    const stats: Record<string, QueueCounts> = {};
+    for (const name of this.queues) stats[name] = { queued: 0, deferred: 0, active: 0 };
+    for (const row of rows as Array<QueueCounts & { name: string }>) {
+      stats[row.name] = { queued: row.queued, deferred: row.deferred, active: row.active };
+    }
+    return stats;
+  }
+
+  /**
+   * Stops fetching and waits up to `graceMs` for running handlers; pg-boss then fails the messages
+   * of those still running, so they are re-delivered (after the retry delay) to another process.
+   */
+  async stop(graceMs: number): Promise<void> {
+    await this.boss.stop({ graceful: graceMs > 0, timeout: Math.max(graceMs, 1), close: true });
+  }
+}
