@@ -56,6 +56,8 @@ command -v clamd >/dev/null 2>&1 || [ -x /usr/sbin/clamd ] || missing+=(clamav-d
 # The browser tests drive a real headless Chromium; `npm start` does not need it.
 if [ "$for_tests" = true ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
+  # The PostgreSQL pass makes a database per test data dir with psql (the server runs apart).
+  command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$sudo" = "none" ] || ! command -v apt-get >/dev/null 2>&1; then
