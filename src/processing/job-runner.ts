@@ -5,34 +5,13 @@ import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
-import { FairClaims, type StageLimits } from './fair-claims.js';
+import { FairClaims } from './fair-claims.js';
 import type { JobQueue } from './job-queue.js';
-import { downloadJob, type JobScanOptions, scanJob, submissionOf } from './job-work.js';
+import { downloadJob, type JobRunnerOptions, scanJob, submissionOf } from './job-work.js';
+
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import { WorkLoop } from './work-loop.js';
-
-export interface JobRunnerOptions extends JobScanOptions {
-  /**
-   * Slots in this process and per-account caps (in all processes) of each stage: `scan`
-   * (ASSAY_JOB_CONCURRENCY, ASSAY_ACCOUNT_JOB_CONCURRENCY) and `download` (ASSAY_FETCH_CONCURRENCY,
-   * ASSAY_ACCOUNT_FETCH_CONCURRENCY: fetches downloading or downloaded and not yet scanned).
-   */
-  stages: Record<JobStage, StageLimits>;
-  /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
-  engineRetryMs: number;
-  /** Attempts (outages excepted) after which a job ends as an error result. */
-  maxAttempts: number;
-  /** A job waiting out an engine outage ends as an error result once this old. */
-  maxAgeMs: number;
-  /** How long a claim holds a job; renewed while it runs, so a dead worker's jobs come back. */
-  leaseMs: number;
-  /**
-   * The engine's temporary files are on the data dir's disk (managed clamd): a scan that fails
-   * while that disk has no room for the content is a full disk to wait out, not the item's fault.
-   */
-  engineSharesDataDisk?: boolean;
-}
 
 /** Room a scan needs on the engine's disk beyond the content's own size. */
 const SCAN_ROOM_MARGIN = 1024 * 1024;

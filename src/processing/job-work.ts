@@ -1,7 +1,8 @@
-import type { Job, TraceEvent } from '../domain/records.js';
+import type { Job, JobStage, TraceEvent } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
+import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
 import type { ContentProcessor, ScannedContent, Submission } from './process-content.js';
@@ -87,4 +88,27 @@ export async function scanJob(
     { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
     { receivedAt: job.creationDate, categories },
   );
+}
+
+/** What the job runner is given: how each job is scanned, and its stages, retries and leases. */
+export interface JobRunnerOptions extends JobScanOptions {
+  /**
+   * Slots in this process and per-account caps (in all processes) of each stage: `scan`
+   * (ASSAY_JOB_CONCURRENCY, ASSAY_ACCOUNT_JOB_CONCURRENCY) and `download` (ASSAY_FETCH_CONCURRENCY,
+   * ASSAY_ACCOUNT_FETCH_CONCURRENCY: fetches downloading or downloaded and not yet scanned).
+   */
+  stages: Record<JobStage, StageLimits>;
+  /** Wait before trying again a job whose engine could not scan (doubling for counted failures). */
+  engineRetryMs: number;
+  /** Attempts (outages excepted) after which a job ends as an error result. */
+  maxAttempts: number;
+  /** A job waiting out an engine outage ends as an error result once this old. */
+  maxAgeMs: number;
+  /** How long a claim holds a job; renewed while it runs, so a dead worker's jobs come back. */
+  leaseMs: number;
+  /**
+   * The engine's temporary files are on the data dir's disk (managed clamd): a scan that fails
+   * while that disk has no room for the content is a full disk to wait out, not the item's fault.
+   */
+  engineSharesDataDisk?: boolean;
 }
