@@ -27,12 +27,15 @@ import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import { openDispatch } from './queue/open-dispatch.js';
 import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
 
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
+/** After jobs and callbacks stopped: what pg-boss still runs is failed and delivered elsewhere. */
+const DISPATCH_STOP_GRACE_MS = 1_000;
 
 export interface RunningService {
   /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
@@ -121,9 +124,13 @@ export async function startService(
   logger = createLogger(config),
   testHooks: ServiceTestHooks = {},
 ): Promise<RunningService> {
-  const store = await openStore(config, (error) =>
+  const openedStore = await openStore(config, (error) =>
     logger.warn({ err: error }, 'database connection lost'),
   );
+  // On PostgreSQL, jobs and callbacks are dispatched through pg-boss: the store announces each
+  // one that becomes due in the transaction that made it due.
+  const dispatch = openDispatch(config, logger.child({ component: 'dispatch' }));
+  const store = dispatch === null ? openedStore : openedStore.dispatchingTo(dispatch);
   const accounts = new AccountService(store);
   if (config.bootstrapCredentials !== null) {
     const { keyId, secret } = config.bootstrapCredentials;
@@ -152,9 +159,11 @@ export async function startService(
     await detector?.close();
     await managedClamd?.stop();
     spool?.close();
+    await dispatch?.stop(DISPATCH_STOP_GRACE_MS);
     await store.close();
   };
   try {
+    await dispatch?.start();
     await tokenPurge.start();
     await requestLimits.start();
     managedClamd = await startClamd(config, logger);
@@ -201,6 +210,7 @@ export async function startService(
         maxAgeMs: config.callbackMaxAgeMs,
       },
       logger.child({ component: 'callbacks' }),
+      dispatch ?? undefined,
     );
     const recorder = new ResultRecorder(store, () => callbacks.notify());
     const processor = new ContentProcessor(
@@ -231,6 +241,7 @@ export async function startService(
         },
       },
       logger.child({ component: 'jobs' }),
+      dispatch ?? undefined,
     );
     // Only a process that runs jobs reports the queue; an api process accepts work for others.
     const runsJobs = config.role !== 'api';
@@ -267,7 +278,7 @@ export async function startService(
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
       await spoolSweeper.start();
-      callbacks.start();
+      await callbacks.start();
     }
     let stopped: Promise<void> | null = null;
     return {

@@ -19,6 +19,7 @@ import {
   laneKey,
   retryDelayMs,
 } from './callback-destinations.js';
+import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
 export const SIGNATURE_HEADER = 'x-assay-signature';
@@ -53,6 +54,8 @@ export interface CallbackDispatcherOptions {
 const LEASE_MS = 2 * 60 * 1000;
 /** Longest sleep of the loop: a submission or a finished attempt wakes it sooner. */
 const IDLE_MS = 1000;
+/** A delivered callback whose lane is full here is delivered again after this long. */
+const LANE_BUSY_RETRY_MS = 1000;
 
 /**
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the account's callback secret: the
@@ -83,10 +86,12 @@ export class CallbackDispatcher {
   private readonly loop: WorkLoop;
   private readonly destinations: DestinationGate;
 
+  /** @param delivery where due deliveries come from; by default the outbox's due list (WorkLoop). */
   constructor(
     private readonly store: Store,
     private readonly options: CallbackDispatcherOptions,
     private readonly logger: Logger,
+    private readonly delivery?: WorkDelivery,
   ) {
     this.destinations =
       options.destinations ??
@@ -101,8 +106,18 @@ export class CallbackDispatcher {
     );
   }
 
-  start(): void {
-    this.loop.start();
+  async start(): Promise<void> {
+    if (this.delivery === undefined) {
+      this.loop.start();
+      return;
+    }
+    // Deliveries written without a dispatch (migrate-store, an older version) are announced once.
+    await this.store.callbacks.redispatch({ all: true });
+    await this.delivery.deliver(
+      'callback',
+      { slots: this.options.concurrency, perAccount: this.options.accountConcurrency },
+      (id) => this.delivered(id),
+    );
   }
 
   notify(): void {
@@ -112,6 +127,7 @@ export class CallbackDispatcher {
   /** Stops taking deliveries and waits (up to `graceMs`) for attempts under way. */
   async stop(graceMs: number): Promise<void> {
     await this.loop.stop();
+    await this.delivery?.stopDelivering('callback');
     const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.inFlight.values()), timeout]);
   }
@@ -150,6 +166,35 @@ export class CallbackDispatcher {
     const next = await this.store.callbacks.nextDue(await this.destinations.busy(Date.now()));
     if (next === null) return IDLE_MS;
     return Math.max(10, Math.min(IDLE_MS, Date.parse(next) - Date.now()));
+  }
+
+  /**
+   * A delivery handed over by the WorkDelivery: attempted once if it is due and its lane admits
+   * it; otherwise announced again for when it may be (a full lane: shortly; an open circuit: when
+   * it closes). A settled one ends here.
+   */
+  private async delivered(id: string): Promise<void> {
+    const now = Date.now();
+    const delivery = await this.store.callbacks.find(id);
+    if (delivery === null || delivery.state !== 'pending') return;
+    if (Date.parse(delivery.nextAttemptAt) > now || this.inFlight.has(id)) {
+      await this.store.callbacks.redispatch({ id });
+      return;
+    }
+    const lane = laneOf(delivery);
+    const admission = await this.destinations.admit(lane, now);
+    if (admission.kind === 'busy') {
+      const at = new Date(now + LANE_BUSY_RETRY_MS).toISOString();
+      await this.store.callbacks.redispatch({ id, at });
+      return;
+    }
+    if (admission.kind === 'wait') {
+      await this.holdBack(lane, admission.until, now);
+      await this.store.callbacks.redispatch({ id });
+      return;
+    }
+    if (await this.claim(delivery, now)) await this.inFlight.get(id);
+    else await this.store.callbacks.redispatch({ id });
   }
 
   /** Takes an admitted delivery (its destination slot is released if that fails) and starts it. */

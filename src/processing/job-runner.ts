@@ -11,6 +11,7 @@ import { downloadJob, type JobRunnerOptions, scanJob, submissionOf } from './job
 
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
+import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
 /** Room a scan needs on the engine's disk beyond the content's own size. */
@@ -21,6 +22,9 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /** The longest wait between tries to put a job back while the store refuses writes. */
 const MAX_STORE_RETRY_DELAY_MS = 60_000;
 
+/** How often a delivering runner looks for jobs whose worker died (their lease ended). */
+const LEASE_SWEEP_MS = 1000;
+
 /** Recording a job's outcome failed (a store write): nothing is the item's fault. */
 class RecordingError extends Error {}
 
@@ -29,8 +33,10 @@ class RecordingError extends Error {}
  *
  * - Two stages with slots of their own: a fetch is downloaded into the spool (a download slot,
  *   all a remote that never answers holds), then scanned like an upload (a scanning slot).
- * - Claims are fair (FairClaims) and leases in the store, renewed while the job runs: a job whose
- *   worker died is claimed again when the lease ends, by this process or another.
+ * - Claims are leases in the store, renewed while the job runs: a job whose worker died is claimed
+ *   again when the lease ends, by this process or another. Which job to claim next comes from the
+ *   store's due list, fairly (FairClaims, SQLite), or from a WorkDelivery (pg-boss on PostgreSQL,
+ *   the account as the group): each delivery names a job, claimed as in the store.
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
  *   `maxAttempts` instead of ending it at every start.
  * - An engine failure is probed (EngineProbe): if the engine scans other content, the item is to
@@ -53,14 +59,17 @@ export class JobRunner implements JobQueue {
   private readonly waiting = new Set<string>();
   private readonly claims: FairClaims;
   private leaseTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
+  /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
   constructor(
     private readonly store: Store,
     private readonly spool: ContentSpool,
     private readonly processor: ContentProcessor,
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
+    private readonly delivery?: WorkDelivery,
   ) {
     this.probe = new EngineProbe(processor);
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
@@ -82,9 +91,49 @@ export class JobRunner implements JobQueue {
         'jobs claimed before (by a process that stopped?) resume when their lease ends',
       );
     }
-    this.loop.start();
     this.leaseTimer = setInterval(() => void this.renewLeases(), this.options.leaseMs / 3);
     this.leaseTimer.unref();
+    if (this.delivery === undefined) {
+      this.loop.start();
+      return;
+    }
+    // Jobs written without a dispatch (migrate-store, an older version) are announced once.
+    const announced = await this.store.jobs.redispatch({ unheldAt: new Date().toISOString() });
+    if (announced > 0) this.logger.info({ jobs: announced }, 'jobs waiting were dispatched');
+    for (const stage of ['scan', 'download'] as const) {
+      const { slots, perAccount } = this.options.stages[stage];
+      await this.delivery.deliver(stage, { slots, perAccount }, (id) => this.delivered(stage, id));
+    }
+    this.sweepTimer = setInterval(() => void this.sweepEndedLeases(), LEASE_SWEEP_MS);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * A delivered job: claimed and run to its end. One that cannot be claimed now (finished, not due
+   * yet, held by a live worker, or in another stage) is announced again for when it can be; a
+   * finished one is not, and its delivery ends.
+   */
+  private async delivered(stage: JobStage, id: string): Promise<void> {
+    if (this.stopping.signal.aborted) throw new Error('stopping: delivered again later');
+    const now = Date.now();
+    const leaseUntil = new Date(now + this.options.leaseMs).toISOString();
+    const job = await this.store.jobs.claim(id, new Date(now).toISOString(), leaseUntil, stage);
+    if (job === null) {
+      await this.store.jobs.redispatch({ id });
+      return;
+    }
+    this.launch(stage, job);
+    await this.active.get(job.id);
+  }
+
+  /** Jobs whose worker died (their lease ended unrenewed) are announced again. */
+  private async sweepEndedLeases(): Promise<void> {
+    try {
+      const count = await this.store.jobs.redispatch({ leaseEndedBy: new Date().toISOString() });
+      if (count > 0) this.logger.warn({ jobs: count }, 'jobs whose lease ended were dispatched');
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not look for jobs whose lease ended');
+    }
   }
 
   /**
@@ -110,7 +159,13 @@ export class JobRunner implements JobQueue {
 
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
+    clearInterval(this.sweepTimer);
     await this.loop.stop();
+    if (this.delivery !== undefined) {
+      await Promise.all(
+        (['scan', 'download'] as const).map((stage) => this.delivery?.stopDelivering(stage)),
+      );
+    }
     const running = [...this.active.keys()];
     const timeout = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, graceMs, 'timeout').unref(),

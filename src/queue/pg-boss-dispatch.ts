@@ -2,7 +2,9 @@ import type { Kysely } from 'kysely';
 import { type Db, fromKysely, type Job, PgBoss } from 'pg-boss';
 import { fetchNextJob } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
+import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { Database } from '../store/schema.js';
+import type { DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
 
 /** The queues the service dispatches on PostgreSQL: one per kind of work. */
 export const ASSAY_QUEUES = ['assay.download', 'assay.scan', 'assay.callback'] as const;
@@ -53,6 +55,11 @@ export interface QueueCounts {
   deferred: number;
   /** Held by a worker now. */
   active: number;
+}
+
+/** The queue each kind of work is dispatched on. */
+export function queueOf(kind: WorkKind): string {
+  return `assay.${kind}`;
 }
 
 /** What a job's message carries: only the id of the row in `jobs` (or the outbox) it is for. */
@@ -124,8 +131,12 @@ function serializeGroupFetches(db: Db): void {
  * (heartbeatSeconds + twice monitorSeconds + 1 s + pollSeconds; docs/ARCHITECTURE.md), so
  * handlers must be idempotent, which the store's claim of the row provides.
  */
-export class PgBossDispatch {
+export class PgBossDispatch implements WorkDispatch, WorkDelivery {
   private readonly boss: PgBoss;
+  /** This process's pg-boss workers of each queue, to wake them. */
+  private readonly workers = new Map<string, string[]>();
+  /** Per queue, a wake-up at the earliest deferred message this process sent. */
+  private readonly wakeUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly queues: readonly string[];
   private readonly heartbeatSeconds: number;
   private readonly expireInSeconds: number;
@@ -264,7 +275,56 @@ export class PgBossDispatch {
           }
         },
       );
+      this.workers.set(queue, [...(this.workers.get(queue) ?? []), workerId]);
     }
+  }
+
+  /** WorkDispatch: a message for a row that became due, in the transaction that wrote it. */
+  async send(db: Kysely<Database>, work: DueWork): Promise<void> {
+    const queue = queueOf(work.kind);
+    const at = Date.parse(work.at);
+    const deferred = at > Date.now();
+    await this.enqueue(db, queue, work.id, {
+      group: work.accountId,
+      ...(deferred ? { startAfter: new Date(at) } : {}),
+    });
+    // A deferred message sends no NOTIFY: this process's workers are woken when it falls due
+    // (others find it at their next poll). A wake-up before the commit finds nothing; harmless.
+    if (deferred) this.wakeAt(queue, at);
+  }
+
+  /** WorkDelivery: runs `handler` for each row of `kind` delivered. */
+  async deliver(
+    kind: WorkKind,
+    options: { slots: number; perAccount: number },
+    handler: (id: string) => Promise<void>,
+  ): Promise<void> {
+    await this.work(queueOf(kind), { slots: options.slots, perGroup: options.perAccount }, (id) =>
+      handler(id),
+    );
+  }
+
+  /** WorkDelivery: fetches no more of `kind`; handlers running go on to their end. */
+  async stopDelivering(kind: WorkKind): Promise<void> {
+    const queue = queueOf(kind);
+    this.workers.delete(queue);
+    await this.boss.offWork(queue, { wait: false });
+  }
+
+  private wakeAt(queue: string, at: number): void {
+    const current = this.wakeUps.get(queue);
+    if (current !== undefined && current.at <= at) return;
+    if (current !== undefined) clearTimeout(current.timer);
+    // pg-boss compares start_after with the database's clock: a little after, not before.
+    const timer = setTimeout(
+      () => {
+        this.wakeUps.delete(queue);
+        for (const id of this.workers.get(queue) ?? []) this.boss.notifyWorker(id);
+      },
+      Math.max(0, at - Date.now()) + 20,
+    );
+    timer.unref();
+    this.wakeUps.set(queue, { at, timer });
   }
 
   /**
@@ -295,6 +355,8 @@ export class PgBossDispatch {
    * of those still running, so they are re-delivered (after the retry delay) to another process.
    */
   async stop(graceMs: number): Promise<void> {
+    for (const { timer } of this.wakeUps.values()) clearTimeout(timer);
+    this.wakeUps.clear();
     await this.boss.stop({ graceful: graceMs > 0, timeout: Math.max(graceMs, 1), close: true });
   }
 }

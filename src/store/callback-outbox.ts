@@ -1,6 +1,7 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import type { CallbackDelivery } from '../domain/records.js';
 import type { CallbackDeliveriesTable, Database } from './schema.js';
+import { type WorkDispatch, withDispatch } from './work-dispatch.js';
 
 function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery {
   return {
@@ -45,10 +46,59 @@ function notSkipped(eb: ExpressionBuilder<Database, 'callback_deliveries'>, skip
 
 /** Durable callback deliveries: written with the result, removed from the due list when settled. */
 export class CallbackOutbox {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `dispatch`: told of every delivery that becomes due, in the same transaction (PostgreSQL). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dispatch?: WorkDispatch,
+  ) {}
 
   async enqueue(delivery: CallbackDelivery): Promise<void> {
-    await this.db
+    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      await this.insertRow(db, delivery);
+      await dispatch?.send(db, {
+        kind: 'callback',
+        id: delivery.id,
+        accountId: delivery.accountId,
+        at: delivery.nextAttemptAt,
+      });
+    });
+  }
+
+  /** The delivery as it is now; null when there is none. */
+  async find(id: string): Promise<CallbackDelivery | null> {
+    const row = await this.db
+      .selectFrom('callback_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row === undefined ? null : toDelivery(row);
+  }
+
+  /**
+   * Announces pending deliveries again (through the dispatch), each due at `at` or else its next
+   * attempt: one (`id`), or all of them at start (rows written without a dispatch). A delivery
+   * already announced and waiting is not announced twice.
+   */
+  async redispatch(which: { all: true } | { id: string; at?: string }): Promise<number> {
+    const dispatch = this.dispatch;
+    if (dispatch === undefined) return 0;
+    let query = this.db
+      .selectFrom('callback_deliveries')
+      .select(['id', 'account_id', 'next_attempt_at'])
+      .where('state', '=', 'pending');
+    if ('id' in which) query = query.where('id', '=', which.id);
+    const rows = await query.orderBy('next_attempt_at').execute();
+    for (const row of rows) {
+      const at = 'id' in which && which.at !== undefined ? which.at : row.next_attempt_at;
+      await withDispatch(this.db, dispatch, (db) =>
+        dispatch.send(db, { kind: 'callback', id: row.id, accountId: row.account_id, at }),
+      );
+    }
+    return rows.length;
+  }
+
+  private async insertRow(db: Kysely<Database>, delivery: CallbackDelivery): Promise<void> {
+    await db
       .insertInto('callback_deliveries')
       .values({
         id: delivery.id,
@@ -125,7 +175,12 @@ export class CallbackOutbox {
       return this.db
         .transaction()
         .execute((trx) =>
-          new CallbackOutbox(trx).expireDestination(accountId, destination, createdBefore, outcome),
+          new CallbackOutbox(trx, this.dispatch).expireDestination(
+            accountId,
+            destination,
+            createdBefore,
+            outcome,
+          ),
         );
     }
     const expired = await this.db
@@ -169,15 +224,22 @@ export class CallbackOutbox {
       | { state: 'delivered' | 'failed'; at: string; error: string | null }
       | { state: 'pending'; nextAttemptAt: string; error: string },
   ): Promise<void> {
-    await this.db
-      .updateTable('callback_deliveries')
-      .set(
-        outcome.state === 'pending'
-          ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
-          : { state: outcome.state, finished_date: outcome.at, last_error: outcome.error },
-      )
-      .where('id', '=', id)
-      .execute();
+    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      const row = await db
+        .updateTable('callback_deliveries')
+        .set(
+          outcome.state === 'pending'
+            ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
+            : { state: outcome.state, finished_date: outcome.at, last_error: outcome.error },
+        )
+        .where('id', '=', id)
+        .returning('account_id')
+        .executeTakeFirst();
+      if (row !== undefined && outcome.state === 'pending') {
+        const work = { kind: 'callback', id, accountId: row.account_id } as const;
+        await dispatch?.send(db, { ...work, at: outcome.nextAttemptAt });
+      }
+    });
   }
 
   async listForFile(fileId: string): Promise<CallbackDelivery[]> {

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
 import type { Database, JobsTable } from './schema.js';
+import { type WorkDispatch, withDispatch } from './work-dispatch.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
   return {
@@ -26,10 +27,28 @@ function toJob(row: Selectable<JobsTable>): Job {
 }
 
 export class JobRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `dispatch`: told of every job that becomes due, in the same transaction (PostgreSQL). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dispatch?: WorkDispatch,
+  ) {}
 
   async insert(job: Job): Promise<void> {
-    await this.db
+    // A fetch is downloaded into the spool first; content already there goes to the scan.
+    const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      await this.insertRow(db, job, stage);
+      await dispatch?.send(db, {
+        kind: stage,
+        id: job.id,
+        accountId: job.accountId,
+        at: job.runAfter,
+      });
+    });
+  }
+
+  private async insertRow(db: Kysely<Database>, job: Job, stage: JobStage): Promise<void> {
+    await db
       .insertInto('jobs')
       .values({
         id: job.id,
@@ -49,8 +68,7 @@ export class JobRepository {
         last_error: job.lastError ?? null,
         size: job.size ?? 0,
         credit_held: job.creditHeld === true ? 1 : 0,
-        // A fetch is downloaded into the spool first; content already there goes to the scan.
-        stage: job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan',
+        stage,
       })
       .execute();
   }
@@ -162,20 +180,26 @@ export class JobRepository {
    * attempt is refunded: the download worked, and the scan's claim counts one of its own.
    */
   async downloaded(id: string, spool: { key: string; size: number }, now: string): Promise<void> {
-    await this.db
-      .updateTable('jobs')
-      .set((eb) => ({
-        stage: 'scan',
-        state: 'pending',
-        spool_key: spool.key,
-        size: spool.size,
-        run_after: now,
-        attempts: eb('attempts', '-', 1),
-      }))
-      .where('id', '=', id)
-      .where('state', '=', 'processing')
-      .where('stage', '=', 'download')
-      .execute();
+    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      const row = await db
+        .updateTable('jobs')
+        .set((eb) => ({
+          stage: 'scan',
+          state: 'pending',
+          spool_key: spool.key,
+          size: spool.size,
+          run_after: now,
+          attempts: eb('attempts', '-', 1),
+        }))
+        .where('id', '=', id)
+        .where('state', '=', 'processing')
+        .where('stage', '=', 'download')
+        .returning('account_id')
+        .executeTakeFirst();
+      if (row !== undefined) {
+        await dispatch?.send(db, { kind: 'scan', id, accountId: row.account_id, at: now });
+      }
+    });
   }
 
   /**
@@ -206,13 +230,14 @@ export class JobRepository {
    * attempt count including this one and `lastError` of the previous attempt; the stored error is
    * cleared, so an attempt that never records an outcome (the process died) leaves none.
    */
-  async claim(id: string, now: string, leaseUntil: string): Promise<Job | null> {
+  async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
     const row = await this.db
       .selectFrom('jobs')
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirst();
     if (row === undefined || row.run_after > now) return null;
+    if (stage !== undefined && row.stage !== stage) return null;
     const attempts = row.attempts + 1;
     const result = await this.db
       .updateTable('jobs')
@@ -246,16 +271,65 @@ export class JobRepository {
     runAfter: string,
     outcome: { refund: true } | { refund: false; error: string },
   ): Promise<void> {
-    await this.db
-      .updateTable('jobs')
-      .set((eb) => ({
-        state: 'pending',
-        run_after: runAfter,
-        ...(outcome.refund ? { attempts: eb('attempts', '-', 1) } : { last_error: outcome.error }),
-      }))
+    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      const row = await db
+        .updateTable('jobs')
+        .set((eb) => ({
+          state: 'pending',
+          run_after: runAfter,
+          ...(outcome.refund
+            ? { attempts: eb('attempts', '-', 1) }
+            : { last_error: outcome.error }),
+        }))
+        .where('id', '=', id)
+        .where('state', '=', 'processing')
+        .returning(['account_id', 'stage'])
+        .executeTakeFirst();
+      if (row !== undefined) {
+        const kind = row.stage as JobStage;
+        await dispatch?.send(db, { kind, id, accountId: row.account_id, at: runAfter });
+      }
+    });
+  }
+
+  /**
+   * Announces jobs again (through the dispatch), each due at its `run_after`: one (`id`), those
+   * whose lease ended by `leaseEndedBy` (their worker died), or at start every job no live worker
+   * holds (`unheldAt`: rows written without a dispatch, say by `migrate-store`). A job already
+   * announced and waiting is not announced twice.
+   */
+  async redispatch(
+    which: { unheldAt: string } | { leaseEndedBy: string } | { id: string },
+  ): Promise<number> {
+    const dispatch = this.dispatch;
+    if (dispatch === undefined) return 0;
+    let query = this.db.selectFrom('jobs').select(['id', 'account_id', 'stage', 'run_after']);
+    if ('leaseEndedBy' in which) {
+      query = query.where('state', '=', 'processing').where('run_after', '<=', which.leaseEndedBy);
+    } else if ('unheldAt' in which) {
+      const now = which.unheldAt;
+      query = query.where((eb) => eb.or([eb('state', '=', 'pending'), eb('run_after', '<=', now)]));
+    } else {
+      query = query.where('id', '=', which.id);
+    }
+    const rows = await query.orderBy('run_after').execute();
+    for (const row of rows) {
+      const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
+      await withDispatch(this.db, dispatch, (db) =>
+        dispatch.send(db, { ...work, at: row.run_after }),
+      );
+    }
+    return rows.length;
+  }
+
+  /** The job's row as it is now (null once it is finished). */
+  async find(id: string): Promise<Job | null> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .selectAll()
       .where('id', '=', id)
-      .where('state', '=', 'processing')
-      .execute();
+      .executeTakeFirst();
+    return row === undefined ? null : toJob(row);
   }
 
   /** False when there was no such job. */

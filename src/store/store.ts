@@ -23,6 +23,7 @@ import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
 import { UserRepository } from './users.js';
+import type { WorkDispatch } from './work-dispatch.js';
 
 /** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
 const migrations: Record<string, Migration> = {
@@ -63,17 +64,19 @@ export class Store {
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
    * default nothing (a dialect whose commits are durable by themselves).
+   * @param dispatch is told of jobs and callbacks that become due, in their transaction.
    */
   constructor(
     readonly db: Kysely<Database>,
     private readonly syncCommitted: () => Promise<void> = async () => {},
+    readonly dispatch?: WorkDispatch,
   ) {
     this.accounts = new AccountRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.files = new FileRepository(db);
-    this.jobs = new JobRepository(db);
+    this.jobs = new JobRepository(db, dispatch);
     this.trace = new TraceRepository(db);
-    this.callbacks = new CallbackOutbox(db);
+    this.callbacks = new CallbackOutbox(db, dispatch);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
@@ -81,7 +84,12 @@ export class Store {
 
   /** Runs `work` in one transaction, with repositories bound to it. */
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => work(new Store(trx)));
+    return this.db.transaction().execute((trx) => work(new Store(trx, undefined, this.dispatch)));
+  }
+
+  /** The same database, announcing due work through `dispatch` (pg-boss on PostgreSQL). */
+  dispatchingTo(dispatch: WorkDispatch): Store {
+    return new Store(this.db, this.syncCommitted, dispatch);
   }
 
   /**

@@ -1,0 +1,21 @@
+import type { WorkKind } from '../store/work-dispatch.js';
+
+/**
+ * Where background work is delivered from when the store does not hold the due list itself
+ * (PostgreSQL: pg-boss). Each delivery names a row (a job or a callback delivery); the handler
+ * claims that row in the store, so a delivery that comes twice does the work once.
+ */
+export interface WorkDelivery {
+  /**
+   * Runs `handler` for each delivered id of `kind`: `slots` at once in this process, at most
+   * `perAccount` of one account at once across every process. A handler that throws has its
+   * delivery repeated later.
+   */
+  deliver(
+    kind: WorkKind,
+    options: { slots: number; perAccount: number },
+    handler: (id: string) => Promise<void>,
+  ): Promise<void>;
+  /** Takes no more deliveries of `kind`; handlers running go on to their end. */
+  stopDelivering(kind: WorkKind): Promise<void>;
+}

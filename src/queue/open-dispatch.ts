@@ -1,0 +1,27 @@
+import type { Logger } from 'pino';
+import type { WorkDelivery } from '../processing/work-delivery.js';
+import type { WorkDispatch } from '../store/work-dispatch.js';
+import { PgBossDispatch } from './pg-boss-dispatch.js';
+
+/** Announces due work and delivers it: one adapter per backend. */
+export interface Dispatch extends WorkDispatch, WorkDelivery {
+  start(): Promise<void>;
+  /** Waits up to `graceMs` for handlers still running, then lets their work go to others. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * The one place that picks how background work is dispatched: through pg-boss when the store is
+ * PostgreSQL; null for the embedded store, whose runner reads the due list itself.
+ */
+export function openDispatch(
+  settings: { databaseUrl: string; role: string },
+  logger: Logger,
+): Dispatch | null {
+  if (settings.databaseUrl === '') return null;
+  return new PgBossDispatch({
+    connectionString: settings.databaseUrl,
+    instanceName: `assay-${settings.role}`,
+    logger,
+  });
+}

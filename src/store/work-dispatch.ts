@@ -1,0 +1,36 @@
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
+/** The kinds of background work a store row can be due for: a job's stage, or a callback. */
+export type WorkKind = 'download' | 'scan' | 'callback';
+
+/** A row (a job or a callback delivery) that is due at `at`, for the account that owns it. */
+export interface DueWork {
+  kind: WorkKind;
+  id: string;
+  accountId: string;
+  /** ISO time from which the work may run. */
+  at: string;
+}
+
+/**
+ * Where a store announces work that became due, inside the transaction that made it due, so the
+ * announcement commits with the row or not at all. The embedded store has none (its runner reads
+ * the due list itself); on PostgreSQL it sends a pg-boss message (src/queue).
+ */
+export interface WorkDispatch {
+  send(db: Kysely<Database>, work: DueWork): Promise<void>;
+}
+
+/**
+ * Runs `write` so that what it sends through `dispatch` commits with its rows: in the transaction
+ * `db` already is, or in one of its own. Without a dispatch, `write` runs as it is.
+ */
+export async function withDispatch<T>(
+  db: Kysely<Database>,
+  dispatch: WorkDispatch | undefined,
+  write: (db: Kysely<Database>, dispatch: WorkDispatch | undefined) => Promise<T>,
+): Promise<T> {
+  if (dispatch === undefined || db.isTransaction) return write(db, dispatch);
+  return db.transaction().execute((trx) => write(trx, dispatch));
+}
