@@ -4,7 +4,8 @@
  * `--role worker` processes scan them. Each count gets a database of its own on BENCH_POSTGRES
  * (default postgres://postgres@127.0.0.1:5432, created and dropped here). Reported: items per
  * second from the first submission to the last result, and the CPU per item of the api, the
- * workers and PostgreSQL's backends (all processes of the machine's `postgres` user).
+ * workers and PostgreSQL's backends (all processes of the machine's `postgres` user), and the
+ * database's transactions per item (pg_stat_database), pg-boss's polls and maintenance included.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +47,24 @@ async function admin(statement: string): Promise<void> {
   await client.connect();
   try {
     await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Transactions committed or rolled back in `database` so far (every statement outside a
+ * transaction is one): its round trips' lower bound. PostgreSQL publishes them within a second.
+ */
+async function transactions(database: string): Promise<number> {
+  const client = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      `select xact_commit + xact_rollback as n from pg_stat_database where datname = $1`,
+      [database],
+    );
+    return Number(rows[0]?.n ?? 0);
   } finally {
     await client.end();
   }
@@ -93,6 +112,7 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const pids = [api, ...started].map((p) => p.child.pid ?? 0);
       const cpuBefore = pids.map(cpuSeconds);
       const dbBefore = postgresCpuSeconds();
+      const xactBefore = await transactions(name);
       const begin = performance.now();
       await runConcurrently(items, 16, async () => {
         const form = new FormData();
@@ -112,13 +132,16 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const seconds = (performance.now() - begin) / 1000;
       const cpu = pids.map((pid, i) => cpuSeconds(pid) - (cpuBefore[i] ?? 0));
       const dbCpu = postgresCpuSeconds() - dbBefore;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const xacts = (await transactions(name)) - xactBefore;
       const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
       const workerCpu = cpu.slice(1).reduce((sum, s) => sum + s, 0);
       lines.push(
         `4 KB async on PostgreSQL, ${workers} worker process${workers > 1 ? 'es' : ''}: ` +
           `${(items / seconds).toFixed(1)} items/s (${items} accepted in ${accepted.toFixed(1)} s, ` +
           `all scanned in ${seconds.toFixed(1)} s); cpu per item: api ${perItem(cpu[0] ?? 0)} ms, ` +
-          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms`,
+          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms; ` +
+          `${(xacts / items).toFixed(1)} database transactions per item (pg-boss's included)`,
       );
       console.log(`  ${lines.at(-1)}`);
     } finally {

@@ -1,32 +1,21 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Job, JobStage, TraceEvent } from '../domain/records.js';
+import type { Job, JobStage } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
-import { EngineProbe } from './engine-probe.js';
-import { BalanceSpentError, ContentNotExaminedError, EngineUnavailableError } from './errors.js';
+import { DownloadJob } from './download-job.js';
+import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
+import { JobFailures, RecordingError } from './job-failures.js';
 import type { JobQueue } from './job-queue.js';
-import { downloadJob, type JobRunnerOptions, scanJob, submissionOf } from './job-work.js';
-
+import { type JobOutcome, type JobRunnerOptions, type JobWork, submissionOf } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
+import { ScanJob } from './scan-job.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
-/** Room a scan needs on the engine's disk beyond the content's own size. */
-const SCAN_ROOM_MARGIN = 1024 * 1024;
-
-/** The longest wait between counted attempts. */
-const MAX_RETRY_DELAY_MS = 10 * 60_000;
-/** The longest wait between tries to put a job back while the store refuses writes. */
-const MAX_STORE_RETRY_DELAY_MS = 60_000;
-
 /** How often a delivering runner looks for jobs whose worker died (their lease ended). */
 const LEASE_SWEEP_MS = 1000;
-
-/** Recording a job's outcome failed (a store write): nothing is the item's fault. */
-class RecordingError extends Error {}
 
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
@@ -37,12 +26,10 @@ class RecordingError extends Error {}
  *   again when the lease ends, by this process or another. Which job to claim next comes from the
  *   store's due list, fairly (FairClaims, SQLite), or from a WorkDelivery (pg-boss on PostgreSQL,
  *   the account as the group): each delivery names a job, claimed as in the store.
+ * - Each stage's work is a JobWork (DownloadJob, ScanJob).
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
- *   `maxAttempts` instead of ending it at every start.
- * - An engine failure is probed (EngineProbe): if the engine scans other content, the item is to
- *   blame and the attempt counts; if not, it is an outage, and the job waits without using an
- *   attempt, up to `maxAgeMs`. A job that runs out of either ends as a result with `error`, never
- *   a clean verdict.
+ *   `maxAttempts` instead of ending it at every start. What a failed attempt means is JobFailures'
+ *   to decide: an outage is waited out, a failure of the item counts; never a clean verdict.
  * - A failed store write never ends the loop: it is logged, and the job is put back (its attempt
  *   not counted) once the store takes writes again.
  */
@@ -54,10 +41,9 @@ export class JobRunner implements JobQueue {
     scan: new Set(),
   };
   private readonly loop: WorkLoop;
-  private readonly probe: EngineProbe;
-  /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
-  private readonly waiting = new Set<string>();
   private readonly claims: FairClaims;
+  private readonly failures: JobFailures;
+  private readonly work: Record<JobStage, JobWork>;
   private leaseTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
@@ -65,13 +51,17 @@ export class JobRunner implements JobQueue {
   /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
   constructor(
     private readonly store: Store,
-    private readonly spool: ContentSpool,
+    spool: ContentSpool,
     private readonly processor: ContentProcessor,
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
     private readonly delivery?: WorkDelivery,
   ) {
-    this.probe = new EngineProbe(processor);
+    this.failures = new JobFailures(store, spool, processor, options, logger, this.stopping.signal);
+    this.work = {
+      download: new DownloadJob(store, spool, options),
+      scan: new ScanJob(processor, spool, options),
+    };
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
     this.loop = new WorkLoop(
       () => this.tick(),
@@ -226,68 +216,29 @@ export class JobRunner implements JobQueue {
     try {
       await this.attempt(job);
     } catch (error) {
-      await this.releaseWhenPossible(job, error);
+      await this.failures.releaseWhenPossible(job, error);
     }
   }
 
   private async attempt(job: Job): Promise<void> {
+    // Counted when claimed: this job's attempts ended without an outcome, maybe the process.
     if (job.attempts > this.options.maxAttempts) {
-      // Counted when claimed: this job's attempts ended without an outcome, maybe the process.
-      const lastError = job.lastError ?? null;
-      const last =
-        lastError === null
-          ? 'ended without an outcome (the process may have stopped during it)'
-          : `failed: ${lastError}`;
-      await this.giveUp(job, `gave up after ${job.attempts - 1} attempts; the last ${last}`);
+      await this.failures.exhausted(job);
       return;
     }
     try {
       await this.process(job);
-      this.waiting.delete(job.id);
+      this.failures.succeeded(job);
     } catch (error) {
-      await this.failed(job, error);
-    }
-  }
-
-  /**
-   * The store refused to record what became of the job (say, the disk is full). The job keeps its
-   * slot and is put back, its attempt not counted, as soon as the store takes writes again; at
-   * shutdown, or if this process dies, its lease brings it back instead.
-   */
-  private async releaseWhenPossible(job: Job, error: unknown): Promise<void> {
-    this.logger.error(
-      { err: error, job: job.id },
-      'could not record what became of a job; it is released once the store takes writes again',
-    );
-    for (let delay = this.options.engineRetryMs; !this.stopping.signal.aborted; ) {
-      await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => {});
-      if (this.stopping.signal.aborted) return;
-      try {
-        await this.store.jobs.release(job.id, new Date().toISOString(), { refund: true });
-        this.logger.info({ job: job.id }, 'job released after the store failed');
-        return;
-      } catch (retryError) {
-        this.logger.error({ err: retryError, job: job.id }, 'could not release a job yet');
-      }
-      delay = Math.min(2 * delay, MAX_STORE_RETRY_DELAY_MS);
+      await this.failures.failed(job, error);
     }
   }
 
   private async process(job: Job): Promise<void> {
     const submission = await submissionOf(this.store, job);
-    let outcome: () => Promise<unknown>;
+    let outcome: JobOutcome;
     try {
-      if (job.stage === 'download') {
-        const spooled = await downloadJob(job, this.spool, this.options);
-        outcome = () => this.downloaded(job, spooled);
-      } else {
-        const scanned = await scanJob(job, submission, this.processor, this.spool, this.options);
-        outcome = () =>
-          this.processor.record(scanned, submission, {
-            jobId: job.id,
-            creditHeld: job.creditHeld === true,
-          });
-      }
+      outcome = await this.work[job.stage ?? 'scan'].run(job, submission);
     } catch (error) {
       // A failed download, or content no engine can decide on (a corrupt image, a document past
       // its caps), is the same on every retry: a finished job with an error, never clean.
@@ -295,141 +246,26 @@ export class JobRunner implements JobQueue {
         throw error;
       }
       const message = error.message;
-      outcome = () =>
-        this.processor.recordFailure(
-          job.id,
-          submission,
-          message,
-          job.creationDate,
-          [],
-          job.creditHeld === true,
-        );
+      const creditHeld = job.creditHeld === true;
+      outcome = {
+        spoolDone: true,
+        record: () =>
+          this.processor.recordFailure(
+            job.id,
+            submission,
+            message,
+            job.creationDate,
+            [],
+            creditHeld,
+          ),
+      };
     }
     try {
-      await outcome();
+      await outcome.record();
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });
     }
-    // A downloaded fetch keeps its file for the scan; everything else is done with it.
-    if (job.stage !== 'download') await this.removeSpool(job);
-  }
-
-  /** The download is in the spool: the job waits for a scanning slot, its trace saying so. */
-  private async downloaded(
-    job: Job,
-    spooled: { key: string; size: number; downloaded: TraceEvent },
-  ): Promise<void> {
-    await this.store.transaction(async (store) => {
-      await store.trace.append(job.id, spooled.downloaded.message, spooled.downloaded.timestamp);
-      await store.jobs.downloaded(job.id, spooled, new Date().toISOString());
-    });
-  }
-
-  /** False when the engine shares the data dir's disk and that disk cannot hold the content. */
-  private async roomToScan(job: Job): Promise<boolean> {
-    if (this.options.engineSharesDataDisk !== true) return true;
-    try {
-      return await this.spool.hasRoom((job.size ?? 0) + SCAN_ROOM_MARGIN);
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not read the free space of the data dir');
-      return true;
-    }
-  }
-
-  /** Decides what a failed attempt means: an outage to wait out, or a counted failure. */
-  private async failed(job: Job, error: unknown): Promise<void> {
-    const failedAt = Date.now();
-    if (error instanceof RecordingError) {
-      // The store, not the item: wait like an outage (the writes below may fail as well).
-      this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
-      await this.waitForEngine(job, `${error.message}: ${describe(error.cause)}`);
-      return;
-    }
-    // Content that never reached the engine (down or restarting) cannot have made it fail.
-    if (
-      error instanceof EngineUnavailableError &&
-      (error.notReached || !(await this.probe.answers(failedAt)))
-    ) {
-      await this.waitForEngine(job, error.message);
-      return;
-    }
-    // The probe's few bytes found room; this item's temporary copy may not have: a full disk.
-    if (error instanceof EngineUnavailableError && !(await this.roomToScan(job))) {
-      await this.waitForEngine(job, `${error.message}; the disk has no room to scan it`);
-      return;
-    }
-    // The engine scans other content (or the failure is unexpected): this item counts it.
-    const reason = describe(error);
-    this.logger.warn(
-      { err: error, job: job.id, attempt: job.attempts, maxAttempts: this.options.maxAttempts },
-      'job attempt failed',
-    );
-    if (job.attempts >= this.options.maxAttempts) {
-      await this.giveUp(job, `gave up after ${job.attempts} attempts; the last failed: ${reason}`);
-      return;
-    }
-    const delay = Math.min(
-      this.options.engineRetryMs * 2 ** (job.attempts - 1),
-      Math.max(MAX_RETRY_DELAY_MS, this.options.engineRetryMs),
-    );
-    const retryAt = new Date(Date.now() + delay).toISOString();
-    await this.store.transaction(async (store) => {
-      await store.trace.append(
-        job.id,
-        `attempt ${job.attempts} of ${this.options.maxAttempts} failed: ${reason}; trying again at ${retryAt}`,
-      );
-      await store.jobs.release(job.id, retryAt, { refund: false, error: reason });
-    });
-  }
-
-  /** The engine (or the store) fails for everyone: wait without using an attempt, up to the age limit. */
-  private async waitForEngine(job: Job, reason: string): Promise<void> {
-    const ageMs = Date.now() - Date.parse(job.creationDate);
-    if (ageMs >= this.options.maxAgeMs) {
-      await this.giveUp(
-        job,
-        `could not be processed for ${Math.round(ageMs / 1000)} s, the most a job may wait (ASSAY_JOB_MAX_AGE); the last failure: ${reason}`,
-      );
-      return;
-    }
-    const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
-    const noted = this.waiting.has(job.id);
-    await this.store.transaction(async (store) => {
-      if (!noted) {
-        await store.trace.append(
-          job.id,
-          `${reason}; waiting: tried again every ${this.options.engineRetryMs} ms, without using an attempt`,
-        );
-      }
-      await store.jobs.release(job.id, retryAt, { refund: true });
-    });
-    this.waiting.add(job.id);
-    this.logger.warn({ job: job.id, retryAt, reason }, 'engine unavailable; job will be retried');
-  }
-
-  /** Ends a job as a result with `error`: never clean, the reason in its trace. */
-  private async giveUp(job: Job, reason: string): Promise<void> {
-    this.logger.warn({ job: job.id, reason }, 'job ended with an error result');
-    await this.processor.recordFailure(
-      job.id,
-      await submissionOf(this.store, job),
-      reason,
-      job.creationDate,
-      [],
-      job.creditHeld === true,
-    );
-    this.waiting.delete(job.id);
-    await this.removeSpool(job);
-  }
-
-  /** After the outcome is stored; a file left behind is an orphan for the sweep, not a failure. */
-  private async removeSpool(job: Job): Promise<void> {
-    if (job.spoolKey === null) return;
-    await this.spool
-      .remove(job.spoolKey)
-      .catch((error: unknown) =>
-        this.logger.error({ err: error, job: job.id }, 'could not remove a spool file'),
-      );
+    if (outcome.spoolDone) await this.failures.removeSpool(job);
   }
 
   /** Keeps the leases of running jobs; a failure only risks another worker taking one over. */
@@ -441,8 +277,4 @@ export class JobRunner implements JobQueue {
       this.logger.error({ err: error }, 'could not renew the leases of running jobs');
     }
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,12 +1,10 @@
-import type { Job, JobStage, TraceEvent } from '../domain/records.js';
+import type { Job, JobStage } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
-import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
-import type { ContentProcessor, ScannedContent, Submission } from './process-content.js';
-import { downloadToSpool, scanDownloaded } from './remote-content.js';
+import type { Submission } from './process-content.js';
 
 /** What scanning a job's content needs to know beyond the job. */
 export interface JobScanOptions {
@@ -38,56 +36,26 @@ export async function submissionOf(store: Store, job: Job): Promise<Submission> 
 }
 
 /** The most a job's content may be: v1.0 has limits of its own. */
-function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['fetch'] {
+export function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['fetch'] {
   if (job.apiVersion !== 'v1.0') return options.fetch;
   return { ...options.fetch, maxBytes: options.legacy.maxFetchBytes };
 }
 
-/**
- * Downloads a fetch job's content into the spool under the job's id, synced (the job then waits
- * for a scanning slot with only that file to go on), within the fetch deadline; a failure the
- * remote is to blame for is a RemoteContentError naming it.
- */
-export async function downloadJob(
-  job: Job,
-  spool: ContentSpool,
-  options: JobScanOptions,
-): Promise<{ key: string; size: number; downloaded: TraceEvent }> {
-  return downloadToSpool(job.location ?? '', fetchLimits(job, options), {
-    spool,
-    spoolId: job.id,
-    durable: true,
-  });
+/** What came of a job's work, to be recorded. */
+export interface JobOutcome {
+  /** Records it (a store write: a failure here is the store's, never the item's). */
+  record(): Promise<unknown>;
+  /** The job's spool file is no longer needed once the outcome is recorded. */
+  spoolDone: boolean;
 }
 
-/** The job's spooled content (uploaded or downloaded) through the engines of its key's categories. */
-export async function scanJob(
-  job: Job,
-  submission: Submission,
-  processor: ContentProcessor,
-  spool: ContentSpool,
-  options: JobScanOptions,
-): Promise<ScannedContent> {
-  const legacy = submission.version === 'v1.0' ? options.legacy : null;
-  const categories = submission.principal.detectionCategories;
-  const { spoolKey } = job;
-  if (spoolKey === null) throw new Error(`job ${job.id} has no spool file`);
-  if (job.kind === 'upload') {
-    return processor.scan(spool.read(spoolKey), {
-      categories,
-      receivedAt: job.creationDate,
-      maxBytes: legacy?.maxPostBytes,
-    });
-  }
-  // A downloaded fetch: its scan ends at the fetch deadline too (a RemoteContentError naming it).
-  const limits = fetchLimits(job, options);
-  return scanDownloaded(
-    processor,
-    () => spool.read(spoolKey),
-    job.location ?? '',
-    { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
-    { receivedAt: job.creationDate, categories },
-  );
+/**
+ * The work of one job stage (download-job.ts, scan-job.ts): a claimed job's work, resolving to
+ * its outcome. A failure the item is to blame for (RemoteContentError, ContentNotExaminedError)
+ * is thrown for the runner to record; anything else is retried.
+ */
+export interface JobWork {
+  run(job: Job, submission: Submission): Promise<JobOutcome>;
 }
 
 /** What the job runner is given: how each job is scanned, and its stages, retries and leases. */

@@ -227,12 +227,13 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     trx: Kysely<Database>,
     queue: string,
     jobId: string,
-    options: { group: string; startAfter?: Date },
+    options: { group: string; startAfter?: Date; priority?: number },
   ): Promise<boolean> {
     const sent = await this.boss.send(queue, { id: jobId } satisfies Message, {
       db: fromKysely(trx),
       singletonKey: jobId,
       group: { id: options.group },
+      ...(options.priority === undefined ? {} : { priority: options.priority }),
       ...(options.startAfter === undefined ? {} : { startAfter: options.startAfter }),
     });
     return sent !== null;
@@ -286,6 +287,8 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     const deferred = at > Date.now();
     await this.enqueue(db, queue, work.id, {
       group: work.accountId,
+      // pg-boss takes the highest priority first, then the oldest.
+      priority: -(work.rank ?? 0),
       ...(deferred ? { startAfter: new Date(at) } : {}),
     });
     // A deferred message sends no NOTIFY: this process's workers are woken when it falls due

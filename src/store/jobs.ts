@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
 import type { Database, JobsTable } from './schema.js';
-import { type WorkDispatch, withDispatch } from './work-dispatch.js';
+import { type DueWork, type WorkDispatch, withDispatch } from './work-dispatch.js';
 
 function toJob(row: Selectable<JobsTable>): Job {
   return {
@@ -26,6 +26,35 @@ function toJob(row: Selectable<JobsTable>): Job {
   };
 }
 
+/** A job's rank counts its account's other jobs up to this many: the count stays cheap. */
+const RANK_LIMIT = 1000;
+
+/**
+ * Sends `work` through `dispatch` ranked behind the account's other jobs in its stage (waiting or
+ * running), so that accounts take turns: an account with one job running and more waiting lets
+ * another account's first job go before its second, as the embedded store's round-robin does.
+ */
+async function announce(
+  db: Kysely<Database>,
+  dispatch: WorkDispatch | undefined,
+  work: Omit<DueWork, 'rank'> & { kind: JobStage },
+): Promise<void> {
+  if (dispatch === undefined) return;
+  const waiting = db
+    .selectFrom('jobs')
+    .select('id')
+    .where('stage', '=', work.kind)
+    .where('account_id', '=', work.accountId)
+    .where('id', '!=', work.id)
+    .limit(RANK_LIMIT)
+    .as('waiting');
+  const row = await db
+    .selectFrom(waiting)
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirst();
+  await dispatch.send(db, { ...work, rank: Number(row?.count ?? 0) });
+}
+
 export class JobRepository {
   /** `dispatch`: told of every job that becomes due, in the same transaction (PostgreSQL). */
   constructor(
@@ -38,7 +67,7 @@ export class JobRepository {
     const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
     await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       await this.insertRow(db, job, stage);
-      await dispatch?.send(db, {
+      await announce(db, dispatch, {
         kind: stage,
         id: job.id,
         accountId: job.accountId,
@@ -197,7 +226,7 @@ export class JobRepository {
         .returning('account_id')
         .executeTakeFirst();
       if (row !== undefined) {
-        await dispatch?.send(db, { kind: 'scan', id, accountId: row.account_id, at: now });
+        await announce(db, dispatch, { kind: 'scan', id, accountId: row.account_id, at: now });
       }
     });
   }
@@ -287,7 +316,7 @@ export class JobRepository {
         .executeTakeFirst();
       if (row !== undefined) {
         const kind = row.stage as JobStage;
-        await dispatch?.send(db, { kind, id, accountId: row.account_id, at: runAfter });
+        await announce(db, dispatch, { kind, id, accountId: row.account_id, at: runAfter });
       }
     });
   }
@@ -316,7 +345,7 @@ export class JobRepository {
     for (const row of rows) {
       const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
       await withDispatch(this.db, dispatch, (db) =>
-        dispatch.send(db, { ...work, at: row.run_after }),
+        announce(db, dispatch, { ...work, at: row.run_after }),
       );
     }
     return rows.length;

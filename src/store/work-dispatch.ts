@@ -11,6 +11,11 @@ export interface DueWork {
   accountId: string;
   /** ISO time from which the work may run. */
   at: string;
+  /**
+   * How many of the account's other work of this kind is waiting or running (bounded): due work is
+   * taken lowest rank first, then oldest, so accounts take turns instead of first come, first served.
+   */
+  rank?: number;
 }
 
 /**
