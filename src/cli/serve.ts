@@ -39,17 +39,6 @@ async function serve(options: ServeOptions): Promise<void> {
 /** One process: the whole service, or one child of `--processes` (its primary supervises it). */
 async function serveAlone(config: Config, logger: Logger): Promise<void> {
   const service = await startService(config, logger);
-  if (cluster.isWorker) {
-    // The primary says 'assay is serving' once every child listens.
-    logger.info({ url: service.url, role: config.role }, 'process serving');
-    const listening: ChildListening = { type: 'assay:listening', url: service.url };
-    process.send?.(listening);
-  } else {
-    logger.info(
-      { url: service.url, dataDir: config.dataDir, role: config.role },
-      'assay is serving',
-    );
-  }
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -63,6 +52,19 @@ async function serveAlone(config: Config, logger: Logger): Promise<void> {
       },
     );
   };
+  // Before saying it serves: whoever reads that may signal at once (the default action of a
+  // signal without a handler ends the process without stopping clamd or the jobs).
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  if (cluster.isWorker) {
+    // The primary says 'assay is serving' once every child listens.
+    logger.info({ url: service.url, role: config.role }, 'process serving');
+    const listening: ChildListening = { type: 'assay:listening', url: service.url };
+    process.send?.(listening);
+  } else {
+    logger.info(
+      { url: service.url, dataDir: config.dataDir, role: config.role },
+      'assay is serving',
+    );
+  }
 }

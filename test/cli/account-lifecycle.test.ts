@@ -26,15 +26,14 @@ const ping = (svc: TestService, auth: string) =>
 
 describe('assay admin account disable, enable and delete', () => {
   test('disable refuses every key and token at once and keeps the data; delete erases it all', async (t) => {
-    // A fetch of a remote that never answers stays pending (downloading). A job being scanned by
-    // another process (claimed in the store, its lease long) holds the account's one scanning
-    // slot, so its async upload stays pending with its content in the spool.
+    // An api process runs no job: its fetch and async upload stay pending (the upload's content in
+    // the spool), beside a job another process is scanning (claimed in the store, its lease long).
     const hanging = await startLocalServer(() => undefined);
     t.after(() => hanging.close());
     const svc = await buildService(t, {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-      ASSAY_ACCOUNT_JOB_CONCURRENCY: '1',
+      ASSAY_ROLE: 'api',
     });
     const now = new Date().toISOString();
     const elsewhere = randomBytes(16).toString('hex');

@@ -296,29 +296,38 @@ describe('what an item costs', () => {
   });
 
   test('a job accepted before credits were held at acceptance is charged when it finishes', async (t) => {
-    const svc = await buildService(t, env());
-    await setBalance(svc, 5, true);
-    const now = new Date().toISOString();
-    const job = (id: string, path: string) => ({
-      id,
-      accountId: svc.accountId,
-      apiKeyId: svc.keyId,
-      apiVersion: 'v2.2',
-      kind: 'fetch' as const,
-      state: 'pending' as const,
-      location: `${remote.url}${path}`,
-      spoolKey: null,
-      metadata: {},
-      callback: null,
-      attempts: 0,
-      runAfter: now,
-      creationDate: now,
-    });
     const scanned = newId();
     const failed = newId();
-    // As migration 0010 leaves jobs accepted before it: no credit held.
-    await svc.store.jobs.insert(job(scanned, '/clean'));
-    await svc.store.jobs.insert(job(failed, '/missing'));
+    // As migration 0010 leaves jobs accepted before it: no credit held. They are in the store when
+    // the upgraded service starts.
+    const svc = await buildService(t, env(), undefined, undefined, async (_dataDir, store) => {
+      const [account] = await store.accounts.list();
+      const [key] = await store.apiKeys.list(account?.id ?? '');
+      if (account === undefined || key === undefined) throw new Error('no account');
+      await store.accounts.update(
+        account.id,
+        { balance: 5, enforceBalance: true },
+        new Date().toISOString(),
+      );
+      const now = new Date().toISOString();
+      const job = (id: string, path: string) => ({
+        id,
+        accountId: account.id,
+        apiKeyId: key.id,
+        apiVersion: 'v2.2',
+        kind: 'fetch' as const,
+        state: 'pending' as const,
+        location: `${remote.url}${path}`,
+        spoolKey: null,
+        metadata: {},
+        callback: null,
+        attempts: 0,
+        runAfter: now,
+        creationDate: now,
+      });
+      await store.jobs.insert(job(scanned, '/clean'));
+      await store.jobs.insert(job(failed, '/missing'));
+    });
     await pollResult(svc.url, svc.auth, scanned);
     await pollResult(svc.url, svc.auth, failed);
     assert.equal(await balanceOf(svc), 4, 'the scanned one costs one credit, the failed none');
