@@ -1,11 +1,14 @@
 /**
  * Async throughput on PostgreSQL with 1 and 2 worker processes (BENCH_WORKERS, e.g. "1,2,4"): one
- * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory;
- * `--role worker` processes scan them. Each count gets a database of its own on BENCH_POSTGRES
- * (default postgres://postgres@127.0.0.1:5432, created and dropped here). Reported: items per
- * second from the first submission to the last result, and the CPU per item of the api, the
- * workers and PostgreSQL's backends (all processes of the machine's `postgres` user), and the
- * database's transactions per item (pg_stat_database), pg-boss's polls and maintenance included.
+ * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory
+ * with no worker running (its rate and CPU per item: every 202 waits for two syncs, the spool
+ * file's and the commit's); then `--role worker` processes are started and drain the queue. Each
+ * count gets a database of its own on BENCH_POSTGRES (default postgres://postgres@127.0.0.1:5432,
+ * created and dropped here). Reported for the drain: items per second from the workers being
+ * ready to the last result (a few items may finish while a second worker starts), the CPU per
+ * item of the workers and of PostgreSQL's backends (all
+ * processes of the machine's `postgres` user), and the database's transactions per item
+ * (pg_stat_database), pg-boss's polls and maintenance included.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -101,19 +104,9 @@ export async function benchWorkers(socket: string, work: string, items: number):
     });
     const started: Array<Awaited<ReturnType<typeof startAssay>>> = [];
     try {
-      for (let i = 0; i < workers; i++) {
-        started.push(
-          await startAssay(socket, join(work, `workers-${workers}-worker-${i}`), {
-            ...shared,
-            ASSAY_ROLE: 'worker',
-          }),
-        );
-      }
-      const pids = [api, ...started].map((p) => p.child.pid ?? 0);
-      const cpuBefore = pids.map(cpuSeconds);
-      const dbBefore = postgresCpuSeconds();
-      const xactBefore = await transactions(name);
-      const begin = performance.now();
+      // Accepting first, with no worker: the api's own rate and cost.
+      const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
+      const acceptBegin = performance.now();
       await runConcurrently(items, 16, async () => {
         const form = new FormData();
         form.append('file', new Blob([randomBytes(4096)]), 'item.bin');
@@ -125,23 +118,39 @@ export async function benchWorkers(socket: string, work: string, items: number):
         if (response.status !== 202) throw new Error(`async upload: ${response.status}`);
         await response.arrayBuffer();
       });
-      const accepted = (performance.now() - begin) / 1000;
+      const accepted = (performance.now() - acceptBegin) / 1000;
+      const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
+      // Then the workers drain the queue: their rate and cost, and the database's.
+      const dbBefore = postgresCpuSeconds();
+      const xactBefore = await transactions(name);
+      const begin = performance.now();
+      for (let i = 0; i < workers; i++) {
+        started.push(
+          await startAssay(socket, join(work, `workers-${workers}-worker-${i}`), {
+            ...shared,
+            ASSAY_ROLE: 'worker',
+          }),
+        );
+      }
+      const pids = started.map((p) => p.child.pid ?? 0);
+      const workerCpuBefore = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+      const ready = (performance.now() - begin) / 1000;
       while ((await countResults(database)) < items) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      const seconds = (performance.now() - begin) / 1000;
-      const cpu = pids.map((pid, i) => cpuSeconds(pid) - (cpuBefore[i] ?? 0));
+      const seconds = (performance.now() - begin) / 1000 - ready;
+      const workerCpu = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - workerCpuBefore;
       const dbCpu = postgresCpuSeconds() - dbBefore;
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const xacts = (await transactions(name)) - xactBefore;
       const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
-      const workerCpu = cpu.slice(1).reduce((sum, s) => sum + s, 0);
       lines.push(
-        `4 KB async on PostgreSQL, ${workers} worker process${workers > 1 ? 'es' : ''}: ` +
-          `${(items / seconds).toFixed(1)} items/s (${items} accepted in ${accepted.toFixed(1)} s, ` +
-          `all scanned in ${seconds.toFixed(1)} s); cpu per item: api ${perItem(cpu[0] ?? 0)} ms, ` +
-          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms; ` +
-          `${(xacts / items).toFixed(1)} database transactions per item (pg-boss's included)`,
+        `4 KB async on PostgreSQL: accepted by 1 api process at ${(items / accepted).toFixed(1)} ` +
+          `items/s (${perItem(apiCpu)} ms cpu each); drained by ${workers} worker ` +
+          `process${workers > 1 ? 'es' : ''} at ${(items / seconds).toFixed(1)} items/s; ` +
+          `cpu per item: workers ${perItem(workerCpu)} ms, postgres ` +
+          `${perItem(dbCpu)} ms; ${(xacts / items).toFixed(1)} database transactions per item ` +
+          "(pg-boss's included)",
       );
       console.log(`  ${lines.at(-1)}`);
     } finally {
