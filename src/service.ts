@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
-import { AccountService } from './accounts/account-service.js';
+import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
@@ -131,7 +131,9 @@ export async function startService(
   // one that becomes due in the transaction that made it due.
   const dispatch = openDispatch(config, logger.child({ component: 'dispatch' }));
   const store = dispatch === null ? openedStore : openedStore.dispatchingTo(dispatch);
-  const accounts = new AccountService(store);
+  // Requests authenticate against credentials reused for CREDENTIAL_CACHE_MS (the hot path reads
+  // no key or account row for most requests); changes from elsewhere take effect within it.
+  const accounts = new AccountService(store, CREDENTIAL_CACHE_MS);
   if (config.bootstrapCredentials !== null) {
     const { keyId, secret } = config.bootstrapCredentials;
     const outcome = await accounts.ensureBootstrapKey(keyId, secret);

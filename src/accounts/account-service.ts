@@ -10,6 +10,7 @@ import {
   type User,
 } from '../domain/records.js';
 import type { Store } from '../store/store.js';
+import { CredentialCache } from './credential-cache.js';
 import {
   hashSecret,
   newCallbackSecret,
@@ -29,6 +30,8 @@ export interface Principal {
   detectionCategories: DetectionCategory[];
   /** The account enforces its balance and has none left: submissions are refused. */
   balanceExhausted: boolean;
+  /** The account enforces its balance: a sync item's credit is taken before its body is read. */
+  balanceEnforced: boolean;
   /** The key's own rate limit; null: the service default. */
   rateLimit: KeyRateLimit | null;
 }
@@ -38,6 +41,13 @@ export const TOKEN_TIMEOUT = { default: 300, min: 1, max: 86_400 } as const;
 /** A key's last_seen_date is written at most this often, not on every request. */
 const LAST_SEEN_INTERVAL_MS = 60_000;
 const TOKEN_ID = /^[0-9a-f]{32}$/;
+/**
+ * How long keys, accounts and tokens read to authenticate a request are reused: a key disabled,
+ * a token deleted, an account disabled or a limit changed by another process (or the admin CLI)
+ * takes effect within this (and a request already past authentication); through this process,
+ * at once.
+ */
+export const CREDENTIAL_CACHE_MS = 500;
 
 export interface CreatedKey {
   key: ApiKey;
@@ -56,8 +66,23 @@ function nowToSecond(): string {
 
 export class AccountService {
   private readonly lastSeenWritten = new Map<string, number>();
+  private readonly keys: CredentialCache<ApiKey | null>;
+  private readonly accounts: CredentialCache<Account | null>;
+  private readonly tokens: CredentialCache<Token | null>;
 
-  constructor(private readonly store: Store) {}
+  /** @param cacheMs how long credentials read from the store are reused (0: not at all). */
+  constructor(
+    private readonly store: Store,
+    cacheMs = 0,
+  ) {
+    this.keys = new CredentialCache(cacheMs);
+    this.accounts = new CredentialCache(cacheMs);
+    this.tokens = new CredentialCache(cacheMs);
+  }
+
+  private findKey(id: string): Promise<ApiKey | null> {
+    return this.keys.get(id, () => this.store.apiKeys.find(id));
+  }
 
   async createAccount(input: {
     name: string;
@@ -145,23 +170,25 @@ export class AccountService {
    */
   async authenticate(user: string, password: string): Promise<Principal | null> {
     if (password === '' && TOKEN_ID.test(user)) return this.authenticateToken(user);
-    const key = await this.store.apiKeys.find(user);
+    const key = await this.findKey(user);
     if (key === null) return secretMatchesUnknownKey(password) || null;
     if (!secretMatches(password, key.secretHash) || !key.active) return null;
     return this.principal(key, null);
   }
 
   private async authenticateToken(id: string): Promise<Principal | null> {
-    const token = await this.store.tokens.find(id);
+    const token = await this.tokens.get(id, () => this.store.tokens.find(id));
     if (token === null || Date.parse(token.expirationDate) <= Date.now()) return null;
-    const key = await this.store.apiKeys.find(token.apiKeyId);
+    const key = await this.findKey(token.apiKeyId);
     // A disabled key refuses its tokens (disabling also deletes them: see setKeyActive).
     if (key === null || !key.active) return null;
     return this.principal(key, token.id);
   }
 
   private async principal(key: ApiKey, tokenId: string | null): Promise<Principal | null> {
-    const account = await this.store.accounts.find(key.accountId);
+    const account = await this.accounts.get(key.accountId, () =>
+      this.store.accounts.find(key.accountId),
+    );
     // A disabled account refuses every key and token of it, with the same 401 as a wrong secret.
     if (account === null || !account.active) return null;
     await this.noteSeen(key);
@@ -171,6 +198,7 @@ export class AccountService {
       tokenId,
       detectionCategories: key.detectionCategories,
       balanceExhausted: account.enforceBalance && account.balance <= 0,
+      balanceEnforced: account.enforceBalance,
       rateLimit: key.rateLimit,
     };
   }
@@ -184,7 +212,9 @@ export class AccountService {
 
   /** Disables (every key and token of it gets 401, its data is kept) or enables an account. */
   async setAccountActive(id: string, active: boolean): Promise<boolean> {
-    return this.store.accounts.setActive(id, active, nowToSecond());
+    const changed = await this.store.accounts.setActive(id, active, nowToSecond());
+    this.accounts.forget(id);
+    return changed;
   }
 
   /**
@@ -197,6 +227,7 @@ export class AccountService {
     removeSpooled: (key: string) => Promise<void>,
   ): Promise<AccountErasure | null> {
     const erasure = await this.store.transaction((store) => store.accounts.erase(id));
+    this.forgetAll();
     if (erasure === null) return null;
     for (const key of erasure.spoolKeys) await removeSpooled(key);
     return erasure;
@@ -208,10 +239,13 @@ export class AccountService {
    * unknown key; else how many tokens were ended.
    */
   async setKeyActive(id: string, active: boolean): Promise<{ tokensEnded: number } | null> {
-    return this.store.transaction(async (store) => {
+    const changed = await this.store.transaction(async (store) => {
       if (!(await store.apiKeys.setActive(id, active))) return null;
       return { tokensEnded: active ? 0 : await store.tokens.deleteForKey(id) };
     });
+    this.keys.forget(id);
+    this.tokens.clear();
+    return changed;
   }
 
   /** A token for the principal's key, valid for `timeoutSeconds` from now to the millisecond. */
@@ -235,8 +269,17 @@ export class AccountService {
   }
 
   /** Ends the token `id` of the account at once; false when it has no such token. */
-  revokeToken(accountId: string, id: string): Promise<boolean> {
-    return this.store.tokens.delete(accountId, id);
+  async revokeToken(accountId: string, id: string): Promise<boolean> {
+    const deleted = await this.store.tokens.delete(accountId, id);
+    this.tokens.forget(id);
+    return deleted;
+  }
+
+  /** Reads every credential from the store again (after a change this process made). */
+  forgetAll(): void {
+    this.keys.clear();
+    this.accounts.clear();
+    this.tokens.clear();
   }
 
   /** The account with its users and keys (secrets are never part of a key record). */

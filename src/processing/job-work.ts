@@ -25,6 +25,7 @@ export async function submissionOf(store: Store, job: Job): Promise<Submission> 
         job.apiVersion === 'v1.0' ? [...LEGACY_CATEGORIES] : (key?.detectionCategories ?? []),
       // Accepted work is finished even if the balance ran out since: it was paid for at submission.
       balanceExhausted: false,
+      balanceEnforced: false,
       // Rate limits apply to requests; the job's request was already counted.
       rateLimit: null,
     },

@@ -6,6 +6,7 @@ import type {
   TraceEvent,
 } from '../domain/records.js';
 import { redactUrl } from '../outbound/target.js';
+import { GroupedCommits } from '../store/grouped-commits.js';
 import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
@@ -37,10 +38,15 @@ export interface Completion {
  * of its job. Either all of it is stored or none, so a crash never loses a callback or a job.
  */
 export class ResultRecorder {
+  /** Results finishing together share a commit. */
+  private readonly commits: GroupedCommits;
+
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly onCallbackQueued: () => void,
-  ) {}
+  ) {
+    this.commits = new GroupedCommits(store);
+  }
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
   async complete({
@@ -63,7 +69,7 @@ export class ResultRecorder {
           message: `callback to ${redactUrl(delivery.url)} not sent: its body of ${size} bytes is over the limit of ${MAX_CALLBACK_BODY_BYTES}`,
         });
     }
-    const recorded = await this.store.transaction(async (store) => {
+    const recorded = await this.commits.run(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
       await store.files.insert(file);
       // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed

@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assayCli, type ServeProcess, startServe } from '../helpers/cli.js';
+import { waitUntil } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
@@ -61,14 +62,20 @@ describe('processes sharing one PostgreSQL store', {
       headers: { authorization: AUTH },
     });
     assert.equal(revoked.status, 204);
-    assert.equal(await ping(first, token), 401, 'revoked in one, refused by the other');
+    // Each process reuses credentials for CREDENTIAL_CACHE_MS: refused by the other within it.
+    await waitUntil(
+      'revoked in one, refused by the other',
+      async () => (await ping(first, token)) === 401,
+      1000,
+    );
 
     const disabled = assayCli(dirs[0], ['admin', 'key', 'disable', 'key'], undefined, {
       ASSAY_DATABASE_URL: database,
     });
     assert.equal(disabled.status, 0, disabled.stderr);
-    assert.equal(await ping(first, AUTH), 401);
-    assert.equal(await ping(second, AUTH), 401);
+    for (const serve of [first, second]) {
+      await waitUntil('disabled, refused', async () => (await ping(serve, AUTH)) === 401, 1000);
+    }
   });
 
   test("a key's rate limit holds across the processes; so does the failed-authentication limit", async (t) => {

@@ -2,14 +2,24 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Logger, pino } from 'pino';
-import { AccountService } from '../../src/accounts/account-service.js';
+import { AccountService, CREDENTIAL_CACHE_MS } from '../../src/accounts/account-service.js';
 import { loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { storeEnv } from './test-database.js';
+
+/**
+ * Waits until the service sees what a test changed in its store behind its back (keys, accounts,
+ * tokens): it reuses credentials for CREDENTIAL_CACHE_MS, as it would a change from another
+ * process.
+ */
+export function credentialsRefreshed(): Promise<void> {
+  return sleep(CREDENTIAL_CACHE_MS + 50);
+}
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 

@@ -6,7 +6,13 @@ import { pollResult, submitFetch, waitUntil } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { legacyRequest } from '../helpers/legacy.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
-import { buildService, spoolOf, type TestService, useSharedClamd } from '../helpers/service.js';
+import {
+  buildService,
+  credentialsRefreshed,
+  spoolOf,
+  type TestService,
+  useSharedClamd,
+} from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 let remote: LocalServer;
@@ -42,6 +48,7 @@ async function setBalance(svc: TestService, balance: number, enforceBalance: boo
     { balance, enforceBalance },
     new Date().toISOString(),
   );
+  await credentialsRefreshed();
 }
 
 async function balanceOf(svc: TestService): Promise<number> {

@@ -9,7 +9,12 @@ import { eicar, LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
 import { uploadForm } from '../helpers/content.js';
 import { drawing, pngBomb } from '../helpers/images.js';
 import { randomDataTexts, SCUNTHORPE_SENTENCES } from '../helpers/language-corpus.js';
-import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
+import {
+  buildService,
+  credentialsRefreshed,
+  type TestService,
+  useSharedClamd,
+} from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 const imageSample = readFileSync(join(import.meta.dirname, '../../static/samples/image.jpg'));
@@ -32,6 +37,7 @@ async function trace(svc: TestService, auth: string, id: string): Promise<string
 
 async function keyWith(svc: TestService, categories: DetectionCategory[]): Promise<string> {
   await svc.store.apiKeys.update(svc.keyId, { detectionCategories: categories });
+  await credentialsRefreshed();
   return svc.auth;
 }
 

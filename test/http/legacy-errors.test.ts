@@ -5,7 +5,13 @@ import { sql } from 'kysely';
 import { eicar } from '../../src/engines/test-content.js';
 import { randomContent } from '../helpers/content.js';
 import { FORMATS, type LegacyFormat, legacyRequest, UUID } from '../helpers/legacy.js';
-import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
+import {
+  basic,
+  buildService,
+  credentialsRefreshed,
+  tempDir,
+  useSharedClamd,
+} from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
@@ -98,6 +104,7 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
 
     const other = await svc.createAccountKey();
     await svc.store.apiKeys.update(other.keyId, { detectionCategories: ['NSFW_LANGUAGE'] });
+    await credentialsRefreshed();
     await expectError(
       `${svc.url}/api/scan/`,
       scanWith(other.auth),
@@ -110,6 +117,7 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
       { balance: 0, enforceBalance: true },
       new Date().toISOString(),
     );
+    await credentialsRefreshed();
     for (const path of ['/api/scan/', '/api/scan/async']) {
       await expectError(`${svc.url}${path}`, scanWith(svc.auth), 406, /no balance left/);
     }

@@ -2,7 +2,7 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { capturedLogger } from '../helpers/logs.js';
-import { basic, buildService, useSharedClamd } from '../helpers/service.js';
+import { basic, buildService, credentialsRefreshed, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 // A slow refill (one request per 100 s) keeps every count exact however slow the machine is.
@@ -87,16 +87,18 @@ describe('rate limits per key', () => {
     assert.equal((await svc.store.accounts.find(svc.accountId))?.balance, 10);
   });
 
-  test("a key's own limit from the store overrides the default, and takes effect at once", async (t) => {
+  test("a key's own limit from the store overrides the default, and takes effect within the credential cache's time", async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_RATE_BURST: '50' });
     assert.equal((await ping(svc.url, svc.auth)).limit, '50');
     await svc.store.apiKeys.update(svc.keyId, { rateLimit: { rate: 0.01, burst: 2 } });
+    await credentialsRefreshed();
     const first = await ping(svc.url, svc.auth);
     assert.equal(first.limit, '2');
     assert.equal((await ping(svc.url, svc.auth)).status, 200);
     assert.equal((await ping(svc.url, svc.auth)).status, 429);
     // Back to the default: unlimited keys carry no rate headers.
     await svc.store.apiKeys.update(svc.keyId, { rateLimit: { rate: 0, burst: 1 } });
+    await credentialsRefreshed();
     const unlimited = await ping(svc.url, svc.auth);
     assert.equal(unlimited.status, 200);
     assert.equal(unlimited.limit, null);

@@ -7,7 +7,7 @@ import { eicar } from '../../src/engines/test-content.js';
 import { startService } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
 import { capturedLogger } from '../helpers/logs.js';
-import { basic, buildService, useSharedClamd } from '../helpers/service.js';
+import { basic, buildService, credentialsRefreshed, useSharedClamd } from '../helpers/service.js';
 import { storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
@@ -286,6 +286,7 @@ describe('balance', () => {
       { balance: 2, enforceBalance: true },
       new Date().toISOString(),
     );
+    await credentialsRefreshed();
     const balance = async () =>
       (
         (await (

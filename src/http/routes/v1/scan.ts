@@ -20,7 +20,7 @@ export default async function scan(app: FastifyInstance) {
     const principal = legacySubmitterOf(request);
     refuseDeclaredOversize(request, maxBytes);
     // The credit is taken before the body is read and given back if no result is recorded.
-    const file = await processor.processSync(principal.accountId, async () => ({
+    const file = await processor.processSync(principal, async () => ({
       scanned: await processor.scan(rawBodyOf(request), {
         categories: LEGACY_CATEGORIES,
         maxBytes,

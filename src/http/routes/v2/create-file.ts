@@ -20,7 +20,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
   app.post('/files', { config: { syncScan: true } }, async (request, reply) => {
     const principal = submitterOf(request);
     // The credit is taken before the body is read and given back if no result is recorded.
-    const file = await processor.processSync(principal.accountId, async () => {
+    const file = await processor.processSync(principal, async () => {
       const { file: scanned, fields } = await readUploadForm(
         request,
         {

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { GroupedCommits } from '../../src/store/grouped-commits.js';
+import { openStore } from '../../src/store/open-store.js';
+import { tempDir } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
+
+test('writes handed over together (one commit for many) are all kept, but one that fails fails alone', async (t) => {
+  const dataDir = tempDir();
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  t.after(() => store.close());
+  const commits = new GroupedCommits(store);
+  const names = Array.from({ length: 20 }, (_, i) => `account ${i}`);
+  const outcomes = await Promise.allSettled(
+    names.map((name, i) =>
+      commits.run(async (trx) => {
+        const id = `${i}`.padStart(32, '0');
+        await trx.accounts.insert({
+          id,
+          name,
+          billingEmail: '',
+          subscription: '',
+          balance: 0,
+          startingBalance: 0,
+          enforceBalance: false,
+          creationDate: '2026-01-01T00:00:00Z',
+          modificationDate: '2026-01-01T00:00:00Z',
+          callbackSecret: 'secret',
+          active: true,
+        });
+        // The write of account 7 fails after its insert: its insert must not stay either.
+        if (i === 7) throw new Error('this write fails');
+        return id;
+      }),
+    ),
+  );
+  const rejected = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []));
+  assert.deepEqual(rejected, [7], 'only the failing write is refused');
+  assert.equal((outcomes[3] as PromiseFulfilledResult<string>).value, '3'.padStart(32, '0'));
+  const stored = (await store.accounts.list()).map((a) => a.name).sort();
+  assert.deepEqual(stored, names.filter((_, i) => i !== 7).sort(), 'every other write committed');
+});
