@@ -144,18 +144,19 @@ describe('clamd sessions against a real clamd over TCP', {
     const { client, proxy } = await clientThroughProxy(t);
     assert.equal((await scan(client, randomBytes(4096))).signature, null);
     assert.equal(proxy.accepted, 1);
-    // EICAR at the very end: the part clamd got before the cut is clean.
-    const data = withMarker(600 * 1024, eicar(), true);
+    // EICAR at the very end: the part clamd got before the cut is clean. Small enough to go on
+    // a session (256 KiB by default).
+    const data = withMarker(200 * 1024, eicar(), true);
 
-    // Cut 100 KB into the stream, and refused afterwards: the scan fails.
-    proxy.cutAfter(100 * 1024);
+    // Cut 64 KB into the stream, and refused afterwards: the scan fails.
+    proxy.cutAfter(64 * 1024);
     await assert.rejects(scan(client, data), ClamdUnavailableError);
     proxy.restore();
 
     // Cut again, but clamd can be reached: the item goes once more, whole, on its own connection.
     assert.equal((await scan(client, randomBytes(4096))).signature, null);
     const before = proxy.accepted;
-    proxy.cutAfter(100 * 1024, { refuse: false });
+    proxy.cutAfter(64 * 1024, { refuse: false });
     assert.equal((await scan(client, data)).signature, EICAR);
     assert.equal(proxy.accepted, before + 1, 'one more connection: the retry');
 

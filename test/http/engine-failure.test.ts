@@ -57,11 +57,11 @@ describe('when the malware engine cannot scan', () => {
     const first = await upload(svc.url, svc.auth, `clean text ${Date.now()}`);
     assert.equal(first.status, 201);
     assert.deepEqual(first.body.findings, []);
-    // EICAR at the end: what clamd receives before the cut is clean.
-    const content = Buffer.concat([randomBytes(300 * 1024), Buffer.from(`\n${eicar()}\n`)]);
+    // EICAR at the end: what clamd receives before the cut is clean. Small enough for a session.
+    const content = Buffer.concat([randomBytes(200 * 1024), Buffer.from(`\n${eicar()}\n`)]);
 
-    // Cut 100 KB into the stream on the session the first upload opened, clamd then out of reach.
-    proxy.cutAfter(100 * 1024);
+    // Cut 64 KB into the stream on the session the first upload opened, clamd then out of reach.
+    proxy.cutAfter(64 * 1024);
     const cut = await upload(svc.url, svc.auth, content);
     assert.equal(cut.status, 503, JSON.stringify(cut.body));
     assert.equal('findings' in cut.body, false);
@@ -69,7 +69,7 @@ describe('when the malware engine cannot scan', () => {
     proxy.restore();
 
     // Cut the same way with clamd reachable: the item is scanned whole on a connection of its own.
-    proxy.cutAfter(100 * 1024, { refuse: false });
+    proxy.cutAfter(64 * 1024, { refuse: false });
     const retried = await upload(svc.url, svc.auth, content);
     assert.equal(retried.status, 201, JSON.stringify(retried.body));
     assert.deepEqual(retried.body.findings, ['content.malicious.eicar-test-signature']);
