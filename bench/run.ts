@@ -131,7 +131,8 @@ async function main() {
     logger,
   });
   await managed.start();
-  const clamd = new ClamdClient(managed.address);
+  // A connection per file, as most clamd clients do: the baseline of earlier runs.
+  const clamd = new ClamdClient(managed.address, { sessions: 0 });
   const socket = managed.address.kind === 'unix' ? managed.address.path : '';
   const assay = await startAssay(socket, join(work, 'assay'));
   const pid = assay.child.pid ?? 0;

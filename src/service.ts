@@ -140,6 +140,7 @@ export async function startService(
     logger.info({ key: keyId, outcome }, 'bootstrap credentials');
   }
   let managedClamd: ManagedClamd | null = null;
+  let clamd: ClamdClient | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
   const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
@@ -159,6 +160,7 @@ export async function startService(
     await spoolSweeper?.stop();
     await Promise.all(engines.map((engine) => engine.close()));
     await detector?.close();
+    clamd?.close();
     await managedClamd?.stop();
     spool?.close();
     await dispatch?.stop(DISPATCH_STOP_GRACE_MS);
@@ -169,7 +171,7 @@ export async function startService(
     await tokenPurge.start();
     await requestLimits.start();
     managedClamd = await startClamd(config, logger);
-    const clamd = new ClamdClient(
+    clamd = new ClamdClient(
       managedClamd?.address ??
         parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
       { idleTimeoutMs: testHooks.clamdIdleTimeoutMs },

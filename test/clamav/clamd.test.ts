@@ -183,10 +183,11 @@ describe('ClamdClient against a scripted server', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  // A connection per scan: sessions are tested in clamd-sessions.test.ts.
   const client = (): ClamdClient =>
     new ClamdClient(
       { kind: 'unix', path: socketPath },
-      { idleTimeoutMs: 300, verdictTimeoutMs: 600 },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 600, sessions: 0 },
     );
 
   it('parses a VERSION reply with database version and date', async () => {
@@ -244,7 +245,7 @@ describe('ClamdClient against a scripted server', () => {
     };
     const patient = new ClamdClient(
       { kind: 'unix', path: socketPath },
-      { idleTimeoutMs: 300, verdictTimeoutMs: 2_000 },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 2_000, sessions: 0 },
     );
     assert.deepEqual(await scan(patient, Buffer.from('hello')), { signature: null });
     // ... but not forever.
@@ -279,7 +280,10 @@ describe('ClamdClient against a scripted server', () => {
   });
 
   it('does not crash when the socket fails before anything is awaited', async () => {
-    const stream = new ClamdClient({ kind: 'unix', path: join(dir, 'missing.sock') }).instream();
+    const stream = new ClamdClient(
+      { kind: 'unix', path: join(dir, 'missing.sock') },
+      { sessions: 0 },
+    ).instream();
     await sleep(50);
     await assert.rejects(stream.write(Buffer.from('x')), /does not exist/);
     await assert.rejects(stream.finish(), /does not exist/);
@@ -329,6 +333,9 @@ describe('managed clamd (real)', {
     const conf = await readFile(join(dataDir, 'clamd', 'clamd.conf'), 'utf8');
     const maxScanTime = Number(/^MaxScanTime (\d+)$/m.exec(conf)?.[1]);
     assert.equal(maxScanTime, CLAMD_MAX_SCAN_TIME_MS, conf);
+    // In a session clamd's ReadTimeout runs while it scans: a scan up to MaxScanTime must fit.
+    const readTimeoutMs = 1000 * Number(/^ReadTimeout (\d+)$/m.exec(conf)?.[1]);
+    assert.ok(readTimeoutMs > maxScanTime, conf);
     // Over the limit clamd reports a finding (AlertExceedsMax), never a clean verdict.
     assert.match(conf, /^AlertExceedsMax yes$/m);
     // The client the service builds (defaults) outwaits clamd's own limit, so clamd's answer
@@ -498,6 +505,27 @@ describe('managed clamd with a small limit and extra databases', {
         scan(client, randomBytes(size), chunkSize),
         (error: unknown) => error instanceof ClamdUnavailableError && sizeLimit.test(error.message),
       );
+    }
+  });
+
+  it('refuses a stream over StreamMaxLength sent on a session, then scans on', async () => {
+    const limit = managed.limits.streamMaxLength;
+    // Sessions take streams this large here, so the one over clamd's limit goes on a session.
+    const sessions = new ClamdClient(managed.address, { sessionMaxBytes: 2 * limit });
+    try {
+      // clamd's own reply, unless the broken pipe is noticed first (then the item was sent once
+      // more on a connection of its own, with the same outcome).
+      await assert.rejects(
+        scan(sessions, randomBytes(limit + 1)),
+        (error: unknown) =>
+          error instanceof ClamdUnavailableError &&
+          /^clamd: INSTREAM size limit exceeded\. ERROR$|closed the connection early \((EPIPE|ECONNRESET)\)/.test(
+            error.message,
+          ),
+      );
+      assert.equal((await scan(sessions, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
+    } finally {
+      sessions.close();
     }
   });
 });

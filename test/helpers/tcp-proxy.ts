@@ -4,23 +4,58 @@ import { connect, createServer, type Socket } from 'node:net';
 export interface TcpProxy {
   /** host:port the proxy listens on. */
   address: string;
+  /** Connections accepted and forwarded so far. */
+  readonly accepted: number;
+  /** Client connections open now. */
+  readonly open: number;
   /** Drops every connection and refuses new ones (they are reset at once), as a restart would. */
   cut(): void;
+  /**
+   * Cuts every connection (reset, both ways) once `bytes` more bytes have gone from clients to the
+   * target: the target gets the first `bytes` of them, then nothing. New connections are refused
+   * afterwards, as after cut(), unless `refuse` is false.
+   */
+  cutAfter(bytes: number, options?: { refuse?: boolean }): void;
   /** Forwards new connections again. */
   restore(): void;
   close(): Promise<void>;
 }
 
+/** Where a proxy forwards: a TCP server, or a unix socket (to reach clamd over TCP). */
+export type ProxyTarget = { host: string; port: number } | { path: string };
+
 /** A TCP relay to `target` (host:port) that a test can cut, to take a server away and back. */
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+export function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  return startTcpProxyTo({ host: targetHost, port: targetPort });
+}
+
+/** A TCP relay to a TCP server or a unix socket, that a test can cut. */
+export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
   let open = true;
+  let accepted = 0;
+  // Bytes still to forward before the armed cut; undefined when none is armed.
+  let cutIn: number | undefined;
+  let refuseAfterCut = true;
+  const cut = (refuse: boolean) => {
+    cutIn = undefined;
+    if (refuse) open = false;
+    // A reset needs TCP; a unix socket to the target is just closed.
+    for (const socket of sockets) {
+      if (socket.remoteFamily === undefined) socket.destroy();
+      else socket.resetAndDestroy();
+    }
+  };
   const server = createServer((client) => {
     if (!open) {
       client.resetAndDestroy();
       return;
     }
-    const upstream = connect(targetPort, targetHost);
+    accepted += 1;
+    const upstream = 'path' in target ? connect(target.path) : connect(target.port, target.host);
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
@@ -29,16 +64,42 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         upstream.destroy();
       });
     }
-    client.pipe(upstream);
+    client.on('data', (data: Buffer) => {
+      let forward = data;
+      if (cutIn !== undefined) {
+        if (data.length >= cutIn) {
+          forward = data.subarray(0, cutIn);
+          const refuse = refuseAfterCut;
+          // The first part goes out before the reset.
+          upstream.write(forward, () => cut(refuse));
+          cutIn = undefined;
+          client.pause();
+          return;
+        }
+        cutIn -= data.length;
+      }
+      if (!upstream.write(forward)) client.pause();
+    });
+    upstream.on('drain', () => client.resume());
+    client.on('end', () => upstream.end());
     upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     address: `127.0.0.1:${port}`,
+    get accepted() {
+      return accepted;
+    },
+    get open() {
+      return clients.size;
+    },
     cut() {
-      open = false;
-      for (const socket of sockets) socket.resetAndDestroy();
+      cut(true);
+    },
+    cutAfter(bytes, options = {}) {
+      cutIn = bytes;
+      refuseAfterCut = options.refuse ?? true;
     },
     restore() {
       open = true;

@@ -1,4 +1,16 @@
-import { connect, type Socket } from 'node:net';
+import {
+  ClamdConnection,
+  type ClamdTimeouts,
+  ClamdUnavailableError,
+  COMMANDS,
+  type Command,
+  errorFromReply,
+  instreamRequest,
+  rejection,
+} from './clamd-connection.js';
+import { ClamdSessionError, ClamdSessionPool } from './clamd-sessions.js';
+
+export { ClamdUnavailableError } from './clamd-connection.js';
 
 export type ClamdAddress =
   | { kind: 'unix'; path: string }
@@ -18,20 +30,6 @@ export function parseClamdAddress(value: string): ClamdAddress {
   return { kind: 'tcp', host, port };
 }
 
-/**
- * How errors name clamd's address: by its kind only. Their messages reach clients (503 bodies,
- * traces, results), which must not learn the service's paths or internal hosts; the operator knows
- * the address from ASSAY_CLAMD.
- */
-function publicClamdAddress(address: ClamdAddress): string {
-  return address.kind === 'unix' ? 'its unix socket' : 'TCP';
-}
-
-/** clamd could not scan: unreachable, timed out, closed early, or answered with an error. */
-export class ClamdUnavailableError extends Error {
-  override readonly name = 'ClamdUnavailableError';
-}
-
 export interface ClamdVerdict {
   /** clamd's name for the match, e.g. `Eicar-Test-Signature.UNOFFICIAL`; null when clean. */
   signature: string | null;
@@ -44,7 +42,10 @@ export interface ClamdVersion {
 }
 
 export interface InstreamScan {
-  /** Sends one chunk; settles once the socket can take more (backpressure). */
+  /**
+   * Sends one chunk; settles once the socket can take more (backpressure). A chunk may be held
+   * until finish() (small streams go whole on a session): its buffer must not change until then.
+   */
   write(chunk: Buffer): Promise<void>;
   /** Ends the stream and reads clamd's verdict. */
   finish(): Promise<ClamdVerdict>;
@@ -58,6 +59,17 @@ export interface ClamdClientOptions {
   idleTimeoutMs?: number;
   /** How long to wait for the verdict once a stream has ended: above clamd's MaxScanTime. */
   verdictTimeoutMs?: number;
+  /** clamd sessions (IDSESSION) kept for reuse by small scans; 0: a connection per scan. */
+  sessions?: number;
+  /**
+   * A session is not used again this long after its last command went out. clamd ends a session
+   * silent for its ReadTimeout (120 s by default and in the managed clamd.conf), not IdleTimeout.
+   */
+  sessionIdleMs?: number;
+  /** A session is closed after this many commands. */
+  sessionMaxCommands?: number;
+  /** Streams up to this size are held and sent whole on a session; larger ones stream on their own connection. */
+  sessionMaxBytes?: number;
 }
 
 /**
@@ -66,251 +78,20 @@ export interface ClamdClientOptions {
  */
 export const CLAMD_MAX_SCAN_TIME_MS = 120_000;
 /** The client waits this much longer than MaxScanTime, so clamd's own verdict arrives first. */
-const VERDICT_MARGIN_MS = 30_000;
-
-// The `z` forms: NUL-terminated commands and replies.
-const COMMANDS = {
-  PING: Buffer.from('zPING\0'),
-  VERSION: Buffer.from('zVERSION\0'),
-  INSTREAM: Buffer.from('zINSTREAM\0'),
-};
-type Command = keyof typeof COMMANDS;
-const TERMINATOR = Buffer.alloc(4);
+export const VERDICT_MARGIN_MS = 30_000;
 const RESOLVED = Promise.resolve();
-// Small chunks are copied behind their header (one write); large ones go out as a corked writev.
-const COALESCE_MAX = 16 * 1024;
 
-function noop(): void {}
-
-/** A rejected promise that never counts as unhandled: the failure is sticky and surfaces again. */
-function rejection(error: Error): Promise<never> {
-  const promise = Promise.reject(error);
-  promise.catch(noop);
-  return promise;
-}
-
-function errorFromReply(reply: string): ClamdUnavailableError {
-  if (reply.endsWith('ERROR')) return new ClamdUnavailableError(`clamd: ${reply}`);
-  return new ClamdUnavailableError(`unexpected clamd reply: ${JSON.stringify(reply)}`);
-}
-
-function describeSocketError(error: NodeJS.ErrnoException, where: string, sent: number): string {
-  switch (error.code) {
-    case 'ENOENT':
-      return `clamd's socket does not exist (is clamd running?)`;
-    case 'ECONNREFUSED':
-      return `clamd over ${where} refused the connection (is clamd running?)`;
-    case 'EPIPE':
-    case 'ECONNRESET':
-      // Node drops the socket on a write error, sometimes before clamd's reply was read.
-      return `clamd over ${where} closed the connection early (${error.code}) after ${sent} bytes of stream: more than its StreamMaxLength, or clamd stopped`;
-    default:
-      return `clamd over ${where}: ${error.code ?? 'socket error'}`; // Node's message names the path
-  }
-}
-
-interface Waiter<T> {
-  resolve(value: T): void;
-  reject(error: Error): void;
-}
-
-/**
- * One clamd connection carrying one `z` command. The reply is read eagerly so that an early
- * answer (e.g. a size-limit error) is known before the next write, and every socket event is
- * handled here, so nothing can surface as an unhandled 'error' event.
- */
-class ClamdConnection {
-  private readonly socket: Socket;
-  private readonly where: string;
-  private readonly received: Buffer[] = [];
-  private reply: string | undefined;
-  private failure: ClamdUnavailableError | undefined;
-  private aborted = false;
-  private closed = false;
-  /** The stream's terminator is sent: clamd is scanning, which may take up to its MaxScanTime. */
-  private ended = false;
-  private sent = 0;
-  private drainWaiter: Waiter<void> | undefined;
-  private replyWaiter: Waiter<string> | undefined;
-
-  constructor(
-    address: ClamdAddress,
-    command: Buffer,
-    connectTimeoutMs: number,
-    idleTimeoutMs: number,
-    private readonly verdictTimeoutMs: number,
-  ) {
-    this.where = publicClamdAddress(address);
-    const socket =
-      address.kind === 'unix' ? connect(address.path) : connect(address.port, address.host);
-    this.socket = socket;
-    // Without this, Nagle plus delayed ACKs can hold the small terminator back on TCP.
-    socket.setNoDelay(true);
-    // One socket timer serves three phases: connecting, idle while sending (no bytes either
-    // way), then waiting for the verdict (clamd is silent while it scans).
-    socket.setTimeout(connectTimeoutMs);
-    socket.once('connect', () =>
-      socket.setTimeout(this.ended ? this.verdictTimeoutMs : idleTimeoutMs),
-    );
-    socket.on('timeout', () => {
-      this.fail(
-        new ClamdUnavailableError(
-          socket.connecting
-            ? `could not connect to clamd over ${this.where} within ${connectTimeoutMs} ms`
-            : this.ended
-              ? `clamd over ${this.where} gave no verdict within ${this.verdictTimeoutMs} ms of the end of the stream`
-              : `clamd over ${this.where} was idle for ${idleTimeoutMs} ms`,
-        ),
-      );
-    });
-    socket.on('data', (data: Buffer) => this.onData(data));
-    socket.on('drain', () => {
-      const waiter = this.drainWaiter;
-      this.drainWaiter = undefined;
-      waiter?.resolve();
-    });
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      this.fail(
-        new ClamdUnavailableError(describeSocketError(error, this.where, this.sent), {
-          cause: error,
-        }),
-      );
-    });
-    socket.on('end', () => this.onClose());
-    socket.on('close', () => this.onClose());
-    socket.write(command);
-  }
-
-  /** Why nothing more can be sent, if so: clamd already answered (always an error mid-stream) or the socket failed. */
-  private blocked(): ClamdUnavailableError | undefined {
-    if (this.reply !== undefined) return errorFromReply(this.reply);
-    if (this.failure === undefined && this.aborted) {
-      this.failure = new ClamdUnavailableError('scan aborted');
-    }
-    return this.failure;
-  }
-
-  write(chunk: Buffer): Promise<void> {
-    const blocked = this.blocked();
-    if (blocked !== undefined) return rejection(blocked);
-    // A zero length would end the stream early.
-    if (chunk.length === 0) return RESOLVED;
-    this.sent += chunk.length;
-    let room: boolean;
-    if (chunk.length <= COALESCE_MAX) {
-      const framed = Buffer.allocUnsafe(chunk.length + 4);
-      framed.writeUInt32BE(chunk.length, 0);
-      chunk.copy(framed, 4);
-      room = this.socket.write(framed);
-    } else {
-      const header = Buffer.allocUnsafe(4);
-      header.writeUInt32BE(chunk.length, 0);
-      this.socket.cork();
-      this.socket.write(header);
-      room = this.socket.write(chunk);
-      this.socket.uncork();
-    }
-    if (room) return RESOLVED;
-    const promise = new Promise<void>((resolve, reject) => {
-      this.drainWaiter = { resolve, reject };
-    });
-    promise.catch(noop);
-    return promise;
-  }
-
-  /** Sends the zero-length chunk that ends an INSTREAM. */
-  end(): ClamdUnavailableError | undefined {
-    const blocked = this.blocked();
-    if (blocked === undefined) {
-      this.ended = true;
-      // From here clamd is silent while it scans: the idle timer gives way to the verdict's
-      // (set on connect when the stream ended before the connection was up).
-      if (!this.socket.connecting) this.socket.setTimeout(this.verdictTimeoutMs);
-      this.socket.write(TERMINATOR);
-    }
-    return blocked;
-  }
-
-  /** clamd's reply without its NUL terminator; rejects if the connection fails before one arrives. */
-  readReply(): Promise<string> {
-    if (this.reply !== undefined) return Promise.resolve(this.reply);
-    const failure = this.blocked();
-    if (failure !== undefined) return Promise.reject(failure);
-    return new Promise<string>((resolve, reject) => {
-      this.replyWaiter = { resolve, reject };
-    });
-  }
-
-  destroy(): void {
-    // Errors are built only if someone waits: this runs after every scan.
-    this.aborted = true;
-    this.closed = true;
-    this.socket.destroy();
-    this.settle();
-  }
-
-  private onData(data: Buffer): void {
-    if (this.reply !== undefined) return;
-    this.received.push(data);
-    if (data.includes(0)) this.takeReply();
-  }
-
-  private takeReply(): void {
-    const text = Buffer.concat(this.received).toString('utf8');
-    const end = text.indexOf('\0');
-    this.reply = (end === -1 ? text : text.slice(0, end)).trim();
-    this.received.length = 0;
-    this.settle();
-  }
-
-  private onClose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    // clamd may close right after an unterminated answer; keep what it said.
-    if (this.reply === undefined && this.received.length > 0) this.takeReply();
-    if (this.reply === undefined && this.failure === undefined) {
-      this.failure = new ClamdUnavailableError(
-        `clamd over ${this.where} closed the connection without a reply`,
-      );
-    }
-    this.settle();
-  }
-
-  private fail(error: ClamdUnavailableError): void {
-    if (this.failure === undefined) this.failure = error;
-    // Anything clamd said before the failure is more telling than the socket error.
-    if (this.reply === undefined && this.received.length > 0) this.takeReply();
-    this.socket.destroy();
-    this.settle();
-  }
-
-  private settle(): void {
-    const drain = this.drainWaiter;
-    const blocked = drain === undefined ? undefined : this.blocked();
-    if (drain !== undefined && blocked !== undefined) {
-      this.drainWaiter = undefined;
-      drain.reject(blocked);
-    }
-    const waiter = this.replyWaiter;
-    if (waiter === undefined) return;
-    if (this.reply !== undefined) {
-      this.replyWaiter = undefined;
-      waiter.resolve(this.reply);
-      return;
-    }
-    const failure = this.blocked();
-    if (failure !== undefined) {
-      this.replyWaiter = undefined;
-      waiter.reject(failure);
-    }
-  }
+/** clamd's verdict, or undefined for any other reply (an error). */
+function scanVerdict(reply: string): ClamdVerdict | undefined {
+  if (reply === 'stream: OK') return { signature: null };
+  const found = /^stream: (.+) FOUND$/.exec(reply);
+  return found?.[1] === undefined ? undefined : { signature: found[1] };
 }
 
 function parseScanReply(reply: string): ClamdVerdict {
-  if (reply === 'stream: OK') return { signature: null };
-  const found = /^stream: (.+) FOUND$/.exec(reply);
-  if (found?.[1] !== undefined) return { signature: found[1] };
-  throw errorFromReply(reply);
+  const verdict = scanVerdict(reply);
+  if (verdict === undefined) throw errorFromReply(reply);
+  return verdict;
 }
 
 function parseVersion(reply: string): ClamdVersion {
@@ -328,24 +109,49 @@ function parseVersion(reply: string): ClamdVersion {
   };
 }
 
+/** A scan's state that abort() reaches: the connection or session command under way. */
+interface ScanControl {
+  aborted: boolean;
+  cancel: (() => void) | undefined;
+}
+
+function abortedError(): ClamdUnavailableError {
+  return new ClamdUnavailableError('scan aborted');
+}
+
 export class ClamdClient {
   private readonly target: ClamdAddress;
-  private readonly connectTimeoutMs: number;
-  private readonly idleTimeoutMs: number;
+  private readonly timeouts: ClamdTimeouts;
+  private readonly sessions: ClamdSessionPool | null;
+  private readonly sessionMaxBytes: number;
   /** How long a scan's verdict is awaited after the stream ends (above clamd's MaxScanTime). */
   readonly verdictTimeoutMs: number;
 
   constructor(address: ClamdAddress, options: ClamdClientOptions = {}) {
     this.target = address;
-    this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
-    this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
     this.verdictTimeoutMs = options.verdictTimeoutMs ?? CLAMD_MAX_SCAN_TIME_MS + VERDICT_MARGIN_MS;
+    this.timeouts = {
+      connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 30_000,
+      verdictTimeoutMs: this.verdictTimeoutMs,
+    };
+    const size = options.sessions ?? 8;
+    this.sessions =
+      size > 0
+        ? new ClamdSessionPool(address, this.timeouts, {
+            size,
+            idleMs: options.sessionIdleMs ?? 10_000,
+            maxCommands: options.sessionMaxCommands ?? 1_000,
+          })
+        : null;
+    this.sessionMaxBytes = this.sessions === null ? 0 : (options.sessionMaxBytes ?? 256 * 1024);
   }
 
   get address(): ClamdAddress {
     return this.target;
   }
 
+  /** On a connection of its own: readiness wants to know that clamd takes connections. */
   async ping(): Promise<void> {
     const reply = await this.command('PING');
     if (reply !== 'PONG') throw errorFromReply(reply);
@@ -355,12 +161,40 @@ export class ClamdClient {
     return parseVersion(await this.command('VERSION'));
   }
 
-  /** Connects at once, so the connection is ready by the time the first bytes arrive. */
+  /**
+   * A stream of at most `sessionMaxBytes` is held, then sent whole on a pooled session at
+   * finish(); past that it streams on a connection of its own, with backpressure, as it arrives.
+   */
   instream(): InstreamScan {
-    const connection = this.open('INSTREAM');
+    const control: ScanControl = { aborted: false, cancel: undefined };
+    // Without sessions, connect at once so the connection is ready when the first bytes arrive.
+    let connection: ClamdConnection | undefined =
+      this.sessions === null ? this.open('INSTREAM') : undefined;
+    let held: Buffer[] = [];
+    let heldBytes = 0;
     return {
-      write: (chunk) => connection.write(chunk),
+      write: (chunk) => {
+        if (connection !== undefined) return connection.write(chunk);
+        if (control.aborted) return rejection(abortedError());
+        if (heldBytes + chunk.length <= this.sessionMaxBytes) {
+          if (chunk.length > 0) held.push(chunk);
+          heldBytes += chunk.length;
+          return RESOLVED;
+        }
+        // Too large for a session: on a connection of its own from here, as it arrives.
+        connection = this.open('INSTREAM');
+        held.push(chunk);
+        const written = connection.writeChunk(held, heldBytes + chunk.length);
+        held = [];
+        return written;
+      },
       finish: async () => {
+        if (connection === undefined) {
+          if (control.aborted) throw abortedError();
+          const request = instreamRequest(held, heldBytes);
+          held = [];
+          return this.scanWhole(request, control);
+        }
         try {
           const blocked = connection.end();
           if (blocked !== undefined) throw blocked;
@@ -369,18 +203,57 @@ export class ClamdClient {
           connection.destroy();
         }
       },
-      abort: () => connection.destroy(),
+      abort: () => {
+        control.aborted = true;
+        held = [];
+        connection?.destroy();
+        control.cancel?.();
+      },
     };
   }
 
+  /** Ends idle sessions; scans under way finish, and their sessions close after. */
+  close(): void {
+    this.sessions?.close();
+  }
+
+  /**
+   * One INSTREAM of the whole content: on a session when one is free; once more on a connection
+   * of its own if that session failed before any reply to it (a session clamd closed, reset or
+   * timed out just then), never after one.
+   */
+  private async scanWhole(request: Buffer[], control: ScanControl): Promise<ClamdVerdict> {
+    const session = this.sessions?.acquire();
+    if (session !== undefined) {
+      control.cancel = () => session.cancel();
+      try {
+        const reply = await session.command(request);
+        const verdict = scanVerdict(reply);
+        // clamd closes a session after an error reply; it is not reused.
+        this.sessions?.release(session, verdict !== undefined);
+        if (verdict === undefined) throw errorFromReply(reply);
+        return verdict;
+      } catch (error) {
+        if (!(error instanceof ClamdSessionError) || !error.retryable || control.aborted) {
+          throw error;
+        }
+        if (error.unsupported) this.sessions?.suspend();
+      } finally {
+        control.cancel = undefined;
+      }
+    }
+    const connection = new ClamdConnection(this.target, request, this.timeouts, true);
+    control.cancel = () => connection.destroy();
+    try {
+      return parseScanReply(await connection.readReply());
+    } finally {
+      control.cancel = undefined;
+      connection.destroy();
+    }
+  }
+
   private open(command: Command): ClamdConnection {
-    return new ClamdConnection(
-      this.target,
-      COMMANDS[command],
-      this.connectTimeoutMs,
-      this.idleTimeoutMs,
-      this.verdictTimeoutMs,
-    );
+    return new ClamdConnection(this.target, COMMANDS[command], this.timeouts);
   }
 
   private async command(command: Command): Promise<string> {

@@ -5,7 +5,12 @@ import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CLAMD_MAX_SCAN_TIME_MS, type ClamdAddress, ClamdClient } from './clamd-client.js';
+import {
+  CLAMD_MAX_SCAN_TIME_MS,
+  type ClamdAddress,
+  ClamdClient,
+  VERDICT_MARGIN_MS,
+} from './clamd-client.js';
 import { ownSignaturesDir } from './signatures.js';
 
 export interface ClamdLogger {
@@ -199,6 +204,7 @@ export class ManagedClamd {
 
   private config(tmpDir: string, dbDir: string): string {
     const threads = Math.min(16, Math.max(4, availableParallelism() * 2));
+    const readTimeoutSeconds = (CLAMD_MAX_SCAN_TIME_MS + VERDICT_MARGIN_MS) / 1000;
     return `# Written by Assay at every start of its managed clamd: edits here are lost.
 Foreground yes
 LocalSocket ${this.socketPath}
@@ -214,8 +220,10 @@ MaxThreads ${threads}
 # Every open connection (streaming, queued or scanning) counts; beyond it clamd stops accepting.
 MaxQueue 256
 CommandReadTimeout 30
-# Above the client's idle timeout, so a slow upload is cut by Assay with a clear error first.
-ReadTimeout 120
+# Above the client's idle timeout, so a slow upload is cut by Assay with a clear error first; and
+# above MaxScanTime, because in a session (IDSESSION) it also runs while clamd scans: a session
+# silent for this long is ended with COMMAND READ TIMED OUT and its scan's verdict is lost.
+ReadTimeout ${readTimeoutSeconds}
 # A scan that takes longer is reported as Heuristics.Limits.Exceeded.MaxScanTime (see below);
 # Assay's client waits for the verdict a little longer than this, so clamd's answer comes first.
 MaxScanTime ${CLAMD_MAX_SCAN_TIME_MS}
@@ -309,7 +317,11 @@ AlertExceedsMax yes
     const timeoutMs = this.options.startTimeoutMs ?? 120_000;
     const deadline = Date.now() + timeoutMs;
     // Short timeouts per attempt: clamd may accept connections before its database is loaded.
-    const client = new ClamdClient(this.address, { connectTimeoutMs: 1_000, idleTimeoutMs: 2_000 });
+    const client = new ClamdClient(this.address, {
+      connectTimeoutMs: 1_000,
+      idleTimeoutMs: 2_000,
+      sessions: 0,
+    });
     while (child.exit === undefined) {
       try {
         await client.ping();
