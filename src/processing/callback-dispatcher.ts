@@ -122,6 +122,7 @@ export class CallbackDispatcher {
 
   notify(): void {
     this.loop.notify();
+    this.delivery?.wake('callback');
   }
 
   /** Stops taking deliveries and waits (up to `graceMs`) for attempts under way. */

@@ -26,6 +26,7 @@ export class DownloadJob implements JobWork {
     return {
       // The scan reads the file.
       spoolDone: false,
+      next: 'scan',
       record: () =>
         this.store.transaction(async (store) => {
           const { message, timestamp } = spooled.downloaded;

@@ -140,6 +140,8 @@ export class JobRunner implements JobQueue {
       await store.trace.append(job.id, received, job.creationDate);
     });
     this.loop.notify();
+    // Only this process knows the commit is done: its own workers need not wait for NOTIFY.
+    this.delivery?.wake(job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan');
   }
 
   /** Jobs this process is running now. */
@@ -262,6 +264,7 @@ export class JobRunner implements JobQueue {
     }
     try {
       await outcome.record();
+      if (outcome.next !== undefined) this.delivery?.wake(outcome.next);
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });
     }

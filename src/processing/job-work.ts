@@ -48,6 +48,8 @@ export interface JobOutcome {
   record(): Promise<unknown>;
   /** The job's spool file is no longer needed once the outcome is recorded. */
   spoolDone: boolean;
+  /** The stage the recorded outcome moves the job to; none: the job is finished. */
+  next?: JobStage;
 }
 
 /**

@@ -16,6 +16,11 @@ export interface WorkDelivery {
     options: { slots: number; perAccount: number },
     handler: (id: string) => Promise<void>,
   ): Promise<void>;
+  /**
+   * Work of `kind` was just committed by this process: its handlers here look at once, without
+   * waiting for the database's notification (which another process relies on) or a poll.
+   */
+  wake(kind: WorkKind): void;
   /** Takes no more deliveries of `kind`; handlers running go on to their end. */
   stopDelivering(kind: WorkKind): Promise<void>;
 }

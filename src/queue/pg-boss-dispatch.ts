@@ -307,6 +307,11 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     );
   }
 
+  /** WorkDelivery: this process's workers of `kind` fetch now. */
+  wake(kind: WorkKind): void {
+    for (const id of this.workers.get(queueOf(kind)) ?? []) this.boss.notifyWorker(id);
+  }
+
   /** WorkDelivery: fetches no more of `kind`; handlers running go on to their end. */
   async stopDelivering(kind: WorkKind): Promise<void> {
     const queue = queueOf(kind);

@@ -49,7 +49,7 @@ export class GroupedCommits {
         for (const item of group) await this.alone(item);
         continue;
       }
-      group.forEach((item, i) => item.resolve(results[i]));
+      for (const [i, item] of group.entries()) item.resolve(results[i]);
     }
     this.flushing = false;
   }

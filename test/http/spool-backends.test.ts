@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { pollResult } from '../helpers/client.js';
+import { pollResult, waitUntil } from '../helpers/client.js';
 import { asBlob, randomContent, uploadForm } from '../helpers/content.js';
 import { startS3Server } from '../helpers/s3-server.js';
 import { buildService, tempDir, useSharedClamd } from '../helpers/service.js';
@@ -59,6 +59,11 @@ describe('spool backends', () => {
     const { id } = (await response.json()) as { id: string };
     assert.deepEqual((await pollResult(svc.url, svc.auth, id)).findings, []);
     assert.ok(!existsSync(join(svc.dataDir, 'spool')), 'the data dir has no spool');
-    assert.deepEqual(readdirSync(shared), [], 'the shared spool is emptied once scanned');
+    // The file goes right after the result is recorded.
+    await waitUntil(
+      'the shared spool is emptied once scanned',
+      () => readdirSync(shared).length === 0,
+      2_000,
+    );
   });
 });
