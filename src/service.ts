@@ -154,17 +154,31 @@ export async function startService(
   );
   let spoolSweeper: SpoolSweeper | null = null;
   let spool: ContentSpool | null = null;
+  // Each part is released even when another fails (a process must not hang at exit on an open
+  // pool because something before it threw); the first failure is thrown at the end.
   const release = async () => {
-    await requestLimits.stop();
-    await tokenPurge.stop();
-    await spoolSweeper?.stop();
-    await Promise.all(engines.map((engine) => engine.close()));
-    await detector?.close();
-    clamd?.close();
-    await managedClamd?.stop();
-    spool?.close();
-    await dispatch?.stop(DISPATCH_STOP_GRACE_MS);
-    await store.close();
+    const steps: Array<[string, () => unknown]> = [
+      ['request limits', () => requestLimits.stop()],
+      ['token purge', () => tokenPurge.stop()],
+      ['spool sweeper', () => spoolSweeper?.stop()],
+      ['engines', () => Promise.all(engines.map((engine) => engine.close()))],
+      ['type detector', () => detector?.close()],
+      ['clamd client', () => clamd?.close()],
+      ['managed clamd', () => managedClamd?.stop()],
+      ['spool', () => spool?.close()],
+      ['dispatch', () => dispatch?.stop(DISPATCH_STOP_GRACE_MS)],
+      ['store', () => store.close()],
+    ];
+    let failure: unknown = null;
+    for (const [part, stop] of steps) {
+      try {
+        await stop();
+      } catch (error) {
+        logger.error({ err: error, part }, 'could not stop a part of the service');
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
   };
   try {
     await dispatch?.start();
@@ -292,10 +306,14 @@ export async function startService(
       stop() {
         // Idempotent: a signal and a caller may both ask. No new requests first, then let
         // running jobs finish (or park them for the next start), then the engines go.
-        stopped ??= app
-          .close()
-          .then(() => jobs.stop(config.shutdownGraceMs))
-          .then(() => callbacks.stop(CALLBACK_GRACE_MS))
+        // What fails is logged and the rest still stops: the parts are released in any case.
+        const step = (part: string, work: () => Promise<unknown>) =>
+          work().catch((error: unknown) => {
+            logger.error({ err: error, part }, 'could not stop a part of the service');
+          });
+        stopped ??= step('http', () => app.close())
+          .then(() => step('jobs', () => jobs.stop(config.shutdownGraceMs)))
+          .then(() => step('callbacks', () => callbacks.stop(CALLBACK_GRACE_MS)))
           .then(release);
         return stopped;
       },
