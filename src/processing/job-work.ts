@@ -77,6 +77,7 @@ export async function scanJob(
       categories,
       receivedAt: job.creationDate,
       maxBytes: legacy?.maxPostBytes,
+      accountId: job.accountId,
     });
   }
   // A downloaded fetch: its scan ends at the fetch deadline too (a RemoteContentError naming it).
@@ -86,7 +87,7 @@ export async function scanJob(
     () => spool.read(spoolKey),
     job.location ?? '',
     { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
-    { receivedAt: job.creationDate, categories },
+    { receivedAt: job.creationDate, categories, accountId: job.accountId },
   );
 }
 

@@ -49,6 +49,11 @@ export interface FilesTable {
   callback: string | null;
   error: string | null;
   creation_date: string;
+  /**
+   * The verdict cache's key for a result scanned now with a complete verdict (see
+   * `processing/verdict-cache.ts`); null for a reused verdict, an error or a partial verdict.
+   */
+  verdict_key: string | null;
 }
 
 export interface JobsTable {

@@ -18,6 +18,7 @@ import * as jobStages from './migrations/0011-job-stages.js';
 import * as traceOrder from './migrations/0012-trace-order.js';
 import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
+import * as verdictKey from './migrations/0015-verdict-key.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '0012-trace-order': traceOrder,
   '0013-rate-buckets': rateBuckets,
   '0014-spool-key': spoolKey,
+  '0015-verdict-key': verdictKey,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
