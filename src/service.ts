@@ -33,6 +33,7 @@ import { openDispatch } from './queue/open-dispatch.js';
 import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
+import type { Store } from './store/store.js';
 
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
@@ -111,12 +112,14 @@ function clamdInDataDir(config: Config): boolean {
 /**
  * What a verdict depends on, for the verdict cache's key: Assay's version (its own engines and
  * finding names), the signatures it gave clamd at start, the findings style, each NSFW engine and
- * its threshold, and, read again at most every second, clamd's engine and database versions.
+ * its threshold, and, read again at most every second, clamd's engine and database versions and
+ * the versions Assay sets in the store (`assay admin verdict-cache clear`).
  */
 export function engineVersions(
   config: Config,
   clamd: ClamdClient,
   engines: readonly ContentEngine[],
+  store: Store,
 ): EngineVersions {
   const fixed = JSON.stringify({
     assay: packageVersion(),
@@ -130,6 +133,7 @@ export function engineVersions(
       const version = await clamd.version();
       return `clamd ${version.engine}/${version.databaseVersion}/${version.databaseDate?.toISOString()}`;
     },
+    async () => `store ${await store.engineVersions.describe()}`,
   ]);
 }
 
@@ -205,7 +209,7 @@ export async function startService(
     );
     const verdictCache = new VerdictCache(
       store,
-      engineVersions(config, clamd, engines),
+      engineVersions(config, clamd, engines, store),
       { mode: config.verdictCache, ttlMs: config.verdictCacheTtlMs },
       logger.child({ component: 'verdict-cache' }),
     );

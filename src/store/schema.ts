@@ -138,6 +138,13 @@ export interface RateBucketsTable {
   burst: number;
 }
 
+/** Versions Assay sets itself, part of the verdict cache's key (see migration 0015). */
+export interface EngineVersionsTable {
+  name: string;
+  version: string;
+  modification_date: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -148,4 +155,5 @@ export interface Database {
   tokens: TokensTable;
   users: UsersTable;
   rate_buckets: RateBucketsTable;
+  engine_versions: EngineVersionsTable;
 }

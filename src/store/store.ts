@@ -2,6 +2,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } fr
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackOutbox } from './callback-outbox.js';
+import { EngineVersionRepository } from './engine-versions.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
@@ -62,6 +63,7 @@ export class Store {
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
   readonly rateBuckets: RateBucketRepository;
+  readonly engineVersions: EngineVersionRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
@@ -82,6 +84,7 @@ export class Store {
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
+    this.engineVersions = new EngineVersionRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */

@@ -14,6 +14,7 @@ import { VERSIONS_MAX_AGE_MS } from '../../src/processing/verdict-cache.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { writeDailyDatabase } from '../helpers/clamd-databases.js';
 import { watchClamd } from '../helpers/clamd-watch.js';
+import { assayCli } from '../helpers/cli.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { drawing } from '../helpers/images.js';
 import { startLocalServer } from '../helpers/local-server.js';
@@ -348,5 +349,26 @@ describe('the verdict cache and signature updates', () => {
     const reused = await upload(svc.url, auth, content);
     assert.deepEqual(reused.body.findings, ['content.malicious.assay.test.update']);
     assert.notEqual(reusedFrom(await traceMessages(svc.url, auth, reused.body.id)), null);
+  });
+
+  test('assay admin verdict-cache clear retires every stored verdict, in every process', async (t) => {
+    const { svc, watch } = await watchedService(t);
+    const content = randomContent(4096);
+    const first = await upload(svc.url, svc.auth, content);
+    const repeat = await upload(svc.url, svc.auth, content);
+    assert.equal(reusedFrom(await traceMessages(svc.url, svc.auth, repeat.body.id)), first.body.id);
+
+    // What an operator runs after changing databases clamd's VERSION does not show.
+    const cleared = assayCli(svc.dataDir, ['admin', 'verdict-cache', 'clear']);
+    assert.equal(cleared.status, 0, cleared.stderr);
+    assert.match(cleared.stdout, /no longer reused/);
+    await sleep(VERSIONS_MAX_AGE_MS);
+    const verdicts = watch.verdicts;
+    const after = await upload(svc.url, svc.auth, content);
+    assert.equal(after.status, 201);
+    assert.equal(reusedFrom(await traceMessages(svc.url, svc.auth, after.body.id)), null);
+    assert.equal(watch.verdicts, verdicts + 1, 'scanned again');
+    const next = await upload(svc.url, svc.auth, content);
+    assert.equal(reusedFrom(await traceMessages(svc.url, svc.auth, next.body.id)), after.body.id);
   });
 });
