@@ -1,6 +1,7 @@
 // The typed configuration every part of Assay reads; config.ts parses it from ASSAY_* variables.
 
 import type { FindingsStyle } from './engines/clamav/findings.js';
+import type { VerdictCacheMode } from './processing/verdict-cache.js';
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
 /** What a process does: the HTTP API, the async work, or both (see README, "Roles"). */
@@ -95,6 +96,10 @@ export interface Config {
   /** S3-compatible server of spoolUrl, or '' for AWS. */
   s3Endpoint: string;
   s3Region: string;
+  /** Whose earlier verdicts answer content sent again (VerdictCache): the account's, all, none. */
+  verdictCache: VerdictCacheMode;
+  /** A scanned verdict answers items received at most this long after its own item. */
+  verdictCacheTtlMs: number;
   role: Role;
   /** Processes serving on one port (node:cluster); above 1, state is shared through the store. */
   processes: number;

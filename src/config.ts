@@ -358,6 +358,8 @@ export function loadConfig(env: Env = process.env): Config {
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
     ...spoolLocation(env),
+    verdictCache: oneOf(env, 'ASSAY_VERDICT_CACHE', ['account', 'shared', 'off'] as const),
+    verdictCacheTtlMs: integer(env, 'ASSAY_VERDICT_CACHE_TTL', 1, 365 * 86_400) * 1000,
     role: oneOf(env, 'ASSAY_ROLE', ROLES),
     processes: integer(env, 'ASSAY_PROCESSES', 1, 256),
     maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),

@@ -6,6 +6,7 @@ import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
+import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
@@ -27,10 +28,12 @@ import { ContentScanner } from './processing/scan-content.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
+import { EngineVersions, VerdictCache } from './processing/verdict-cache.js';
 import { openDispatch } from './queue/open-dispatch.js';
 import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
+import type { Store } from './store/store.js';
 
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
@@ -104,6 +107,34 @@ function clamdInDataDir(config: Config): boolean {
     config.clamd.mode === 'managed' ||
     config.clamd.address === join(config.dataDir, 'clamd', 'clamd.sock')
   );
+}
+
+/**
+ * What a verdict depends on, for the verdict cache's key: Assay's version (its own engines and
+ * finding names), the signatures it gave clamd at start, the findings style, each NSFW engine and
+ * its threshold, and, read again at most every second, clamd's engine and database versions and
+ * the versions Assay sets in the store (`assay admin verdict-cache clear`).
+ */
+export function engineVersions(
+  config: Config,
+  clamd: ClamdClient,
+  engines: readonly ContentEngine[],
+  store: Store,
+): EngineVersions {
+  const fixed = JSON.stringify({
+    assay: packageVersion(),
+    ownSignatures: ownSignaturesVersion(),
+    findingsStyle: config.findingsStyle,
+    engines: engines.map((engine) => `${engine.name}/${engine.category}/${engine.maxBytes}`),
+    nsfwImageThreshold: config.nsfw.imageThreshold,
+  });
+  return new EngineVersions(fixed, [
+    async () => {
+      const version = await clamd.version();
+      return `clamd ${version.engine}/${version.databaseVersion}/${version.databaseDate?.toISOString()}`;
+    },
+    async () => `store ${await store.engineVersions.describe()}`,
+  ]);
 }
 
 /** Faults injected by tests only; the command line never passes any. */
@@ -194,7 +225,19 @@ export async function startService(
       (message) => logger.warn(message),
       testHooks.detector,
     );
-    const scanner = new ContentScanner(clamd, detector, config.findingsStyle, engines);
+    const verdictCache = new VerdictCache(
+      store,
+      engineVersions(config, clamd, engines, store),
+      { mode: config.verdictCache, ttlMs: config.verdictCacheTtlMs },
+      logger.child({ component: 'verdict-cache' }),
+    );
+    const scanner = new ContentScanner(
+      clamd,
+      detector,
+      config.findingsStyle,
+      engines,
+      verdictCache,
+    );
     spool = await openSpool(config);
     await spool.init();
     logger.info({ spool: spool.describe }, 'spool ready');

@@ -162,6 +162,14 @@ export const SETTINGS = {
     default: 'all',
     doc: '`api` (HTTP API only), `worker` (async jobs and callbacks; serves only /health) or `all`; `serve --role` sets it.',
   },
+  ASSAY_VERDICT_CACHE: {
+    default: 'account',
+    doc: '`account`: content an account sent before gets that verdict again without a scan while the engines and signatures are unchanged; `shared`: across accounts; `off`: every item is scanned.',
+  },
+  ASSAY_VERDICT_CACHE_TTL: {
+    default: '86400',
+    doc: 'Seconds a scanned verdict may answer later items with the same content.',
+  },
   ASSAY_PROCESSES: {
     default: '1',
     doc: 'Processes on one port (node:cluster); with role `all`, one runs jobs and the others `api`. `serve --processes` sets it.',

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerAccountCommands } from './admin-accounts.js';
 import { registerKeyCommands } from './admin-keys.js';
 import { registerMigrateStoreCommand } from './admin-migrate-store.js';
+import { registerVerdictCacheCommands } from './admin-verdict-cache.js';
 
 /** `assay admin …`: accounts, users, keys and tokens, straight on the store of ASSAY_DATA_DIR. */
 export function registerAdminCommands(program: Command): void {
@@ -11,4 +12,5 @@ export function registerAdminCommands(program: Command): void {
   registerAccountCommands(admin);
   registerKeyCommands(admin);
   registerMigrateStoreCommand(admin);
+  registerVerdictCacheCommands(admin);
 }

@@ -98,6 +98,8 @@ export class ContentProcessor {
       maxBytes?: number;
       /** Abandons the scan (a deadline passed). */
       signal?: AbortSignal;
+      /** The item's account: an earlier verdict for the same content may answer (VerdictCache). */
+      accountId?: string;
     },
   ): Promise<ScannedContent> {
     const receivedAt = options.receivedAt ?? new Date().toISOString();
@@ -106,6 +108,7 @@ export class ContentProcessor {
       maxBytes,
       categories: options.categories,
       signal: options.signal,
+      accountId: options.accountId,
     });
     return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }
@@ -138,6 +141,14 @@ export class ContentProcessor {
     };
     const events = context.jobId === undefined ? [event('received', scanned.receivedAt)] : [];
     events.push(...(context.events ?? []));
+    if (verdict.reusedFrom !== null) {
+      events.push(
+        event(
+          `verdict of item ${verdict.reusedFrom.id} (received ${verdict.reusedFrom.receivedAt}) reused: the same content (SHA-256) was scanned by the same engines, engine and signature versions, for the same categories; not scanned again`,
+          scanned.scannedAt,
+        ),
+      );
+    }
     for (const report of verdict.engineReports) events.push(event(report, scanned.scannedAt));
     events.push(
       event(
@@ -151,6 +162,7 @@ export class ContentProcessor {
       jobId: context.jobId,
       events,
       creditHeld: context.creditHeld,
+      verdictKey: verdict.cacheKey,
     });
     return file;
   }

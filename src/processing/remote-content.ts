@@ -31,6 +31,8 @@ export interface FetchContext {
   spoolId: string;
   receivedAt: string;
   categories: readonly DetectionCategory[];
+  /** The item's account: an earlier verdict for the same content may answer (VerdictCache). */
+  accountId: string;
 }
 
 /** The deadline passed: whatever was still running is abandoned. */
@@ -145,7 +147,7 @@ export async function scanDownloaded(
   source: () => AsyncIterable<Buffer>,
   location: string,
   options: { timeoutMs: number; maxBytes: number },
-  context: { receivedAt: string; categories: readonly DetectionCategory[] },
+  context: { receivedAt: string; categories: readonly DetectionCategory[]; accountId: string },
 ): Promise<ScannedContent> {
   let outcome: ScannedContent | typeof LATE;
   try {
@@ -155,6 +157,7 @@ export async function scanDownloaded(
         receivedAt: context.receivedAt,
         maxBytes: options.maxBytes,
         signal,
+        accountId: context.accountId,
       }),
     );
   } catch (error) {

@@ -31,6 +31,8 @@ export interface Completion {
   events: TraceEvent[];
   /** The item's credit was taken when it was accepted (false only for jobs from before 0010). */
   creditHeld: boolean;
+  /** The verdict cache's key of a complete verdict scanned for this item (VerdictCache). */
+  verdictKey?: string | null;
 }
 
 /**
@@ -56,6 +58,7 @@ export class ResultRecorder {
     jobId,
     events,
     creditHeld,
+    verdictKey = null,
   }: Completion): Promise<boolean> {
     const deliveries: CallbackDelivery[] = [];
     const refused: TraceEvent[] = [];
@@ -71,7 +74,7 @@ export class ResultRecorder {
     }
     const recorded = await this.commits.run(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
-      await store.files.insert(file);
+      await store.files.insert(file, verdictKey);
       // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed
       // download, content no engine could decide on, a job given up) costs nothing. The credit
       // taken at acceptance is kept, or given back with the result, in this one transaction.

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { DetectionCategory } from '../domain/records.js';
-import { type ClamdClient, ClamdUnavailableError } from '../engines/clamav/clamd-client.js';
+import {
+  type ClamdClient,
+  ClamdUnavailableError,
+  type InstreamScan,
+} from '../engines/clamav/clamd-client.js';
 import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
 import {
   type ContentTypeDetector,
@@ -14,6 +18,7 @@ import {
   EmptyContentError,
   EngineUnavailableError,
 } from './errors.js';
+import type { VerdictCache } from './verdict-cache.js';
 
 /** Everything the engines say about one piece of content. */
 export interface ContentVerdict {
@@ -22,8 +27,15 @@ export interface ContentVerdict {
   contentLength: number;
   contentType: string;
   findings: string[];
-  /** What each engine said, for the trace. */
+  /** What each engine said, for the trace (nothing for a reused verdict). */
   engineReports: string[];
+  /**
+   * The verdict cache's key this verdict answers later items under, stored with the result: set
+   * for a complete verdict scanned now; null for a reused or partial one, or without the cache.
+   */
+  cacheKey: string | null;
+  /** The earlier result whose verdict this is, when the content was not scanned again. */
+  reusedFrom: { id: string; receivedAt: string } | null;
 }
 
 export interface ScanOptions {
@@ -32,6 +44,11 @@ export interface ScanOptions {
   categories: readonly DetectionCategory[];
   /** Abandons the scan (a deadline passed): clamd's stream is dropped, engines are aborted. */
   signal?: AbortSignal;
+  /**
+   * The account the item is for: an earlier verdict for the same content may answer it (see
+   * VerdictCache). Without one the content is always scanned (the engine probe).
+   */
+  accountId?: string;
 }
 
 /** An engine examining one item longer than this has failed (its own caps are usually lower). */
@@ -42,6 +59,13 @@ const ENGINE_TIME_LIMIT_MS = 120_000;
  * clamd's INSTREAM (MALWARE), with backpressure from clamd to the source. Content the other enabled
  * engines want (images, text, documents; they need it whole) is held in memory up to their size
  * limit and dropped as soon as the media type shows no engine wants it. Engines run in parallel.
+ *
+ * With the verdict cache, an item whose SHA-256 (known when the stream ends) has a verdict under
+ * the same versions is answered with it: clamd's stream is dropped before its end (clamd never
+ * scans it) and its type is not detected again. So that small content costs clamd nothing then,
+ * clamd's connection waits for the first SNIFF_BYTES (held for type detection anyway): content
+ * that ends within them is looked up before clamd hears of it. Larger content streams into clamd
+ * as it arrives, as without the cache; nothing more than those first bytes is ever held for it.
  */
 export class ContentScanner {
   constructor(
@@ -49,6 +73,7 @@ export class ContentScanner {
     private readonly detector: ContentTypeDetector,
     private readonly findingsStyle: FindingsStyle,
     private readonly engines: readonly ContentEngine[],
+    private readonly cache: VerdictCache | null = null,
   ) {}
 
   async scan(source: AsyncIterable<Buffer>, options: ScanOptions): Promise<ContentVerdict> {
@@ -60,6 +85,10 @@ export class ContentScanner {
         'no detection category is enabled for this key: nothing would examine the content',
       );
     }
+    const { accountId, signal } = options;
+    // Where an earlier verdict may answer: the cache on, and an account the item is for.
+    const reuse =
+      accountId !== undefined && this.cache?.enabled ? { cache: this.cache, accountId } : null;
     const holdLimit = Math.max(0, ...engines.map((engine) => engine.maxBytes));
     let held: Buffer[] | null = engines.length > 0 ? [] : null;
     let heldBytes = 0;
@@ -81,9 +110,20 @@ export class ContentScanner {
       );
       return detected;
     };
-    const instream = malware ? this.clamd.instream() : null;
+    let instream: InstreamScan | null = null;
+    // With the cache, clamd hears of the content once its head is complete (all of it is in
+    // `head` until then), or once the stream ended and no earlier verdict answers it.
+    let clamdWaits = malware && reuse !== null;
+    const startClamd = async () => {
+      clamdWaits = false;
+      const scan = this.clamd.instream();
+      instream = scan;
+      if (signal?.aborted) scan.abort();
+      for (const chunk of head) await scan.write(chunk);
+    };
+    if (malware && reuse === null) instream = this.clamd.instream();
     const abandon = () => instream?.abort();
-    options.signal?.addEventListener('abort', abandon, { once: true });
+    signal?.addEventListener('abort', abandon, { once: true });
     try {
       for await (const chunk of source) {
         length += chunk.length;
@@ -100,72 +140,68 @@ export class ContentScanner {
           if (heldBytes > holdLimit) held = null;
           else held.push(chunk);
         }
-        await instream?.write(chunk);
+        if (clamdWaits) {
+          if (signal?.aborted) throw new ClamdUnavailableError('scan aborted');
+          if (headBytes >= SNIFF_BYTES) await startClamd();
+        } else await instream?.write(chunk);
       }
       if (length === 0) throw new EmptyContentError();
+      const checksum = sha1.digest('hex');
+      const contentSha256 = sha256.digest('hex');
+      // Read before clamd is sent the end of the stream: the versions that scan it are these or newer.
+      const cacheKey =
+        reuse === null
+          ? null
+          : await reuse.cache.keyOf(reuse.accountId, options.categories, contentSha256);
+      const earlier = reuse === null || cacheKey === null ? null : await reuse.cache.find(cacheKey);
+      if (earlier !== null) {
+        // Not scanned: clamd's stream is dropped before its end, so clamd discards it unscanned.
+        (instream as InstreamScan | null)?.abort();
+        return {
+          checksum,
+          sha256: contentSha256,
+          contentLength: length,
+          contentType: earlier.contentType,
+          findings: earlier.findings,
+          engineReports: [],
+          cacheKey: null,
+          reusedFrom: { id: earlier.fileId, receivedAt: earlier.receivedAt },
+        };
+      }
+      if (clamdWaits) await startClamd();
       contentType ??= detect(true);
       const type = await contentType;
       const wanted = engines.filter((engine) => engine.wants(type));
       const content = held === null ? null : Buffer.concat(held);
+      const clamdScan = instream as InstreamScan | null;
       const [clamdVerdict, ...engineResults] = await Promise.allSettled([
-        instream?.finish() ?? Promise.resolve(null),
-        ...wanted.map((engine) => this.examine(engine, content, length, type, options.signal)),
+        clamdScan?.finish() ?? Promise.resolve(null),
+        ...wanted.map((engine) => this.examine(engine, content, length, type, signal)),
       ]);
       if (clamdVerdict?.status === 'rejected') throw clamdVerdict.reason;
-      const signature =
+      const clamdSignature =
         clamdVerdict?.status === 'fulfilled' ? (clamdVerdict.value?.signature ?? null) : null;
-      const findings =
-        signature === null ? [] : [clamdSignatureToFinding(signature, this.findingsStyle)];
-      const reports = [
-        malware
-          ? `engine clamav (MALWARE): ${signature === null ? 'clean' : `found ${signature}`}`
-          : 'engine clamav (MALWARE): not enabled for this key',
-      ];
-      const failures: string[] = [];
-      wanted.forEach((engine, index) => {
-        const result = engineResults[index] as PromiseSettledResult<EngineReport>;
-        if (result.status === 'rejected') {
-          const reason =
-            result.reason instanceof Error ? result.reason.message : String(result.reason);
-          failures.push(`${engine.category}: ${reason}`);
-          reports.push(`engine ${engine.name} (${engine.category}): failed: ${reason}`);
-          return;
-        }
-        findings.push(...result.value.findings);
-        reports.push(
-          `engine ${engine.name} (${engine.category}): ${result.value.findings.length === 0 ? 'nothing found' : `found ${result.value.findings.join(', ')}`}`,
-          ...result.value.trace,
-        );
-      });
-      for (const engine of engines) {
-        if (!wanted.includes(engine)) {
-          reports.push(`engine ${engine.name} (${engine.category}): does not examine ${type}`);
-        }
-      }
-      if (failures.length > 0) {
-        // Without a finding, a failed engine leaves the item unexamined: never a clean result.
-        // With one, the item is not clean whatever the failed engine would have said: the
-        // finding is reported (dropping malware for an image decoder's error would hide it),
-        // and the failure is in the trace.
-        if (findings.length === 0) {
-          throw new ContentNotExaminedError(
-            `the content could not be examined: ${failures.join('; ')}`,
-          );
-        }
-        reports.push(
-          `not every engine could examine the content (${failures.join('; ')}); reporting what was found`,
-        );
-      }
+      const { findings, reports, complete } = this.combine(
+        malware,
+        clamdSignature,
+        engines,
+        wanted,
+        engineResults as PromiseSettledResult<EngineReport>[],
+        type,
+      );
       return {
-        checksum: sha1.digest('hex'),
-        sha256: sha256.digest('hex'),
+        checksum,
+        sha256: contentSha256,
         contentLength: length,
         contentType: type,
         findings,
         engineReports: reports,
+        // A partial verdict (an engine failed beside a finding) is never reused.
+        cacheKey: complete ? cacheKey : null,
+        reusedFrom: null,
       };
     } catch (error) {
-      instream?.abort();
+      (instream as InstreamScan | null)?.abort();
       if (error instanceof ClamdUnavailableError) {
         throw new EngineUnavailableError('malware', error.message);
       }
@@ -175,8 +211,62 @@ export class ContentScanner {
       }
       throw error;
     } finally {
-      options.signal?.removeEventListener('abort', abandon);
+      signal?.removeEventListener('abort', abandon);
     }
+  }
+
+  /** The findings and trace lines of what the engines said; `complete`: every engine decided. */
+  private combine(
+    malware: boolean,
+    signature: string | null,
+    engines: readonly ContentEngine[],
+    wanted: readonly ContentEngine[],
+    engineResults: readonly PromiseSettledResult<EngineReport>[],
+    type: string,
+  ): { findings: string[]; reports: string[]; complete: boolean } {
+    const findings =
+      signature === null ? [] : [clamdSignatureToFinding(signature, this.findingsStyle)];
+    const reports = [
+      malware
+        ? `engine clamav (MALWARE): ${signature === null ? 'clean' : `found ${signature}`}`
+        : 'engine clamav (MALWARE): not enabled for this key',
+    ];
+    const failures: string[] = [];
+    wanted.forEach((engine, index) => {
+      const result = engineResults[index] as PromiseSettledResult<EngineReport>;
+      if (result.status === 'rejected') {
+        const reason =
+          result.reason instanceof Error ? result.reason.message : String(result.reason);
+        failures.push(`${engine.category}: ${reason}`);
+        reports.push(`engine ${engine.name} (${engine.category}): failed: ${reason}`);
+        return;
+      }
+      findings.push(...result.value.findings);
+      reports.push(
+        `engine ${engine.name} (${engine.category}): ${result.value.findings.length === 0 ? 'nothing found' : `found ${result.value.findings.join(', ')}`}`,
+        ...result.value.trace,
+      );
+    });
+    for (const engine of engines) {
+      if (!wanted.includes(engine)) {
+        reports.push(`engine ${engine.name} (${engine.category}): does not examine ${type}`);
+      }
+    }
+    if (failures.length > 0) {
+      // Without a finding, a failed engine leaves the item unexamined: never a clean result.
+      // With one, the item is not clean whatever the failed engine would have said: the
+      // finding is reported (dropping malware for an image decoder's error would hide it),
+      // and the failure is in the trace.
+      if (findings.length === 0) {
+        throw new ContentNotExaminedError(
+          `the content could not be examined: ${failures.join('; ')}`,
+        );
+      }
+      reports.push(
+        `not every engine could examine the content (${failures.join('; ')}); reporting what was found`,
+      );
+    }
+    return { findings, reports, complete: failures.length === 0 };
   }
 
   private examine(

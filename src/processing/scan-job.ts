@@ -38,6 +38,7 @@ export class ScanJob implements JobWork {
         categories,
         receivedAt: job.creationDate,
         maxBytes: legacy?.maxPostBytes,
+        accountId: job.accountId,
       });
     }
     // A downloaded fetch: its scan ends at the fetch deadline too (a RemoteContentError naming it).
@@ -47,7 +48,7 @@ export class ScanJob implements JobWork {
       () => this.spool.read(spoolKey),
       job.location ?? '',
       { timeoutMs: limits.totalTimeoutMs, maxBytes: limits.maxBytes },
-      { receivedAt: job.creationDate, categories },
+      { receivedAt: job.creationDate, categories, accountId: job.accountId },
     );
   }
 }

@@ -19,10 +19,20 @@ function toStoredFile(row: Selectable<FilesTable>): StoredFile {
   };
 }
 
+/** What a later item takes from an earlier result with the same verdict key. */
+export interface ReusableVerdict {
+  /** The result whose scan gave the verdict. */
+  fileId: string;
+  receivedAt: string;
+  contentType: string;
+  findings: string[];
+}
+
 export class FileRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(file: StoredFile): Promise<void> {
+  /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
+  async insert(file: StoredFile, verdictKey: string | null = null): Promise<void> {
     await this.db
       .insertInto('files')
       .values({
@@ -38,8 +48,32 @@ export class FileRepository {
         callback: file.callback,
         error: file.error,
         creation_date: file.creationDate,
+        verdict_key: verdictKey,
       })
       .execute();
+  }
+
+  /**
+   * The newest result stored under `verdictKey` received at `since` or later: an earlier scan's
+   * complete verdict for the same content, engines, signatures and categories. One index seek.
+   */
+  async findVerdict(verdictKey: string, since: string): Promise<ReusableVerdict | null> {
+    const row = await this.db
+      .selectFrom('files')
+      .select(['id', 'content_type', 'findings', 'creation_date'])
+      .where('verdict_key', '=', verdictKey)
+      .where('creation_date', '>=', since)
+      .where('findings', 'is not', null)
+      .orderBy('creation_date', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (row === undefined || row.findings === null || row.content_type === null) return null;
+    return {
+      fileId: row.id,
+      receivedAt: row.creation_date,
+      contentType: row.content_type,
+      findings: JSON.parse(row.findings) as string[],
+    };
   }
 
   /** Another account's file reads as absent, so ids never leak across accounts. */

@@ -49,6 +49,11 @@ export interface FilesTable {
   callback: string | null;
   error: string | null;
   creation_date: string;
+  /**
+   * The verdict cache's key for a result scanned now with a complete verdict (see
+   * `processing/verdict-cache.ts`); null for a reused verdict, an error or a partial verdict.
+   */
+  verdict_key: string | null;
 }
 
 export interface JobsTable {
@@ -133,6 +138,13 @@ export interface RateBucketsTable {
   burst: number;
 }
 
+/** Versions Assay sets itself, part of the verdict cache's key (see migration 0015). */
+export interface EngineVersionsTable {
+  name: string;
+  version: string;
+  modification_date: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -143,4 +155,5 @@ export interface Database {
   tokens: TokensTable;
   users: UsersTable;
   rate_buckets: RateBucketsTable;
+  engine_versions: EngineVersionsTable;
 }

@@ -2,6 +2,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } fr
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackOutbox } from './callback-outbox.js';
+import { EngineVersionRepository } from './engine-versions.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
 import * as initial from './migrations/0001-initial.js';
@@ -18,6 +19,7 @@ import * as jobStages from './migrations/0011-job-stages.js';
 import * as traceOrder from './migrations/0012-trace-order.js';
 import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
+import * as verdictKey from './migrations/0015-verdict-key.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
@@ -41,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0012-trace-order': traceOrder,
   '0013-rate-buckets': rateBuckets,
   '0014-spool-key': spoolKey,
+  '0015-verdict-key': verdictKey,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -60,6 +63,7 @@ export class Store {
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
   readonly rateBuckets: RateBucketRepository;
+  readonly engineVersions: EngineVersionRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
@@ -80,6 +84,7 @@ export class Store {
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
+    this.engineVersions = new EngineVersionRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */

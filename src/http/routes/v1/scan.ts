@@ -24,6 +24,7 @@ export default async function scan(app: FastifyInstance) {
       scanned: await processor.scan(rawBodyOf(request), {
         categories: LEGACY_CATEGORIES,
         maxBytes,
+        accountId: principal.accountId,
       }),
       submission: { principal, version: 'v1.0', metadata: {}, callback: null },
       id: newLegacyId(),

@@ -29,7 +29,11 @@ export default async function createFile(app: FastifyInstance, options: { versio
           acceptLocation: version === 'v2.2',
           policy: outbound.fetch.policy,
         },
-        (content) => processor.scan(content, { categories: principal.detectionCategories }),
+        (content) =>
+          processor.scan(content, {
+            categories: principal.detectionCategories,
+            accountId: principal.accountId,
+          }),
       );
       const submission: Submission = {
         principal,
@@ -50,6 +54,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
         const fetched = await remoteScans.fetchAndScan(fields.location, {
           receivedAt: new Date().toISOString(),
           categories: principal.detectionCategories,
+          accountId: principal.accountId,
         });
         return { scanned: fetched.scanned, submission, events: [fetched.downloaded] };
       } catch (error) {

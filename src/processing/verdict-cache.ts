@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DetectionCategory } from '../domain/records.js';
+import type { ReusableVerdict } from '../store/files.js';
+import type { Store } from '../store/store.js';
+
+/**
+ * `account`: an item reuses its own account's earlier verdicts; `shared`: any account's (a fast
+ * answer then tells one account that another sent the same content); `off`: every item is scanned.
+ */
+export type VerdictCacheMode = 'account' | 'shared' | 'off';
+
+/** The longest a version read from the engines is trusted before it is read again. */
+export const VERSIONS_MAX_AGE_MS = 1_000;
+
+/** One part of the engines' identity that can change while Assay runs (clamd's VERSION). */
+export type VersionSource = () => Promise<string>;
+
+/**
+ * What the engines are, as one string: what cannot change while the process runs (Assay's version,
+ * its own signatures as given to clamd at start, the findings style, the NSFW engines' settings),
+ * then what can (clamd's engine and database versions, from VERSION). The changing parts are read
+ * again when the last reading is older than `maxAgeMs`, before a lookup uses them, so a signature
+ * or engine update reaches the cache key within that time. A reading counts from when it was asked
+ * for, and a key is always read before clamd is sent the end of the stream it scans: a verdict is
+ * therefore never stored under versions newer than the ones that scanned it.
+ */
+export class EngineVersions {
+  private reading: { at: number; value: Promise<string | null> } | null = null;
+
+  constructor(
+    private readonly fixed: string,
+    private readonly sources: readonly VersionSource[],
+    private readonly maxAgeMs = VERSIONS_MAX_AGE_MS,
+  ) {}
+
+  /** The engines' identity, or null when a changing part cannot be read (clamd down). */
+  current(): Promise<string | null> {
+    const now = Date.now();
+    if (this.reading !== null && now - this.reading.at < this.maxAgeMs) return this.reading.value;
+    const value = Promise.all(this.sources.map((source) => source())).then(
+      (parts) => [this.fixed, ...parts].join('\n'),
+      () => {
+        // Not remembered: the next item asks again.
+        if (this.reading?.value === value) this.reading = null;
+        return null;
+      },
+    );
+    this.reading = { at: now, value };
+    return value;
+  }
+
+  /** Forgets the last reading: the next lookup reads the versions again (a signature reload). */
+  changed(): void {
+    this.reading = null;
+  }
+}
+
+export interface VerdictCacheOptions {
+  mode: VerdictCacheMode;
+  /** A verdict answers items received at most this long after the item it was scanned for. */
+  ttlMs: number;
+}
+
+/**
+ * Finds the complete verdict of an earlier item with the same content (SHA-256), categories,
+ * engines and signature versions (and, by default, account), so the content need not be scanned
+ * again. Verdicts are stored with their results (`files.verdict_key`, written in the result's
+ * transaction by ResultRecorder); errors and partial verdicts get no key, nor do results that
+ * reused one (the TTL counts from the scan, not from its reuses).
+ */
+export class VerdictCache {
+  constructor(
+    private readonly store: Store,
+    private readonly versions: EngineVersions,
+    private readonly options: VerdictCacheOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  get enabled(): boolean {
+    return this.options.mode !== 'off';
+  }
+
+  /**
+   * The key an item's verdict is stored and found under; null when verdicts are not reused now
+   * (the cache is off, or the engines' versions cannot be read).
+   */
+  async keyOf(
+    accountId: string,
+    categories: readonly DetectionCategory[],
+    sha256: string,
+  ): Promise<string | null> {
+    if (!this.enabled) return null;
+    const versions = await this.versions.current();
+    if (versions === null) return null;
+    const scope = this.options.mode === 'shared' ? '*' : accountId;
+    return createHash('sha256')
+      .update(
+        ['verdict/1', scope, [...new Set(categories)].sort().join(','), versions, sha256].join(
+          '\0',
+        ),
+      )
+      .digest('hex');
+  }
+
+  /** The earlier verdict under `key` within the TTL, or null (a store that fails is a miss). */
+  async find(key: string): Promise<ReusableVerdict | null> {
+    const since = new Date(Date.now() - this.options.ttlMs).toISOString();
+    try {
+      return await this.store.files.findVerdict(key, since);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'verdict cache lookup failed; scanning the content');
+      return null;
+    }
+  }
+}

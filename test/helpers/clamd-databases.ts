@@ -1,0 +1,67 @@
+/**
+ * A `daily` database as freshclam would leave it, for tests of signature updates: clamd reports
+ * its version in VERSION (as it does the official daily.cvd's) and loads its body signatures.
+ * It is a `.cud` (an unsigned CVD: a 512-byte header, then a gzipped tar whose `daily.info`
+ * lists each file's size and SHA-256), since only Talos can sign a `.cvd`; its signatures'
+ * names come back with `.UNOFFICIAL`.
+ */
+import { createHash } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+function tarEntry(name: string, data: Buffer): Buffer {
+  const header = Buffer.alloc(512);
+  header.write(name, 0);
+  header.write('0000644\0', 100);
+  header.write('0000000\0', 108);
+  header.write('0000000\0', 116);
+  header.write(`${data.length.toString(8).padStart(11, '0')}\0`, 124);
+  header.write(
+    `${Math.floor(Date.now() / 1000)
+      .toString(8)
+      .padStart(11, '0')}\0`,
+    136,
+  );
+  header.write('        ', 148); // the checksum counts its own field as blanks
+  header.write('0', 156);
+  header.write('ustar\0', 257);
+  header.write('00', 263);
+  let sum = 0;
+  for (const byte of header) sum += byte;
+  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+  return Buffer.concat([header, data, Buffer.alloc((512 - (data.length % 512)) % 512)]);
+}
+
+/**
+ * Writes `<dir>/daily.cud` of `version`, with one body signature per entry of `signatures`
+ * (name: the bytes it matches anywhere), replacing any earlier one at once (a rename).
+ */
+export function writeDailyDatabase(
+  dir: string,
+  version: number,
+  signatures: Record<string, Buffer>,
+): void {
+  const ndb = Buffer.from(
+    Object.entries(signatures)
+      .map(([name, bytes]) => `${name}:0:*:${bytes.toString('hex')}\n`)
+      .join(''),
+  );
+  // Fields: time (no colons), version, signatures, functionality level, MD5, signature, builder,
+  // creation time in seconds; the last three are not checked for an unsigned database.
+  const seconds = Math.floor(Date.now() / 1000);
+  const header = `ClamAV-VDB:01 Jan 2026 00-00 +0000:${version}:${Object.keys(signatures).length}:60:x:x:assay-test:${seconds}`;
+  const info = Buffer.from(
+    `${header}\ndaily.ndb:${ndb.length}:${createHash('sha256').update(ndb).digest('hex')}\n`,
+  );
+  const tar = Buffer.concat([
+    tarEntry('daily.info', info),
+    tarEntry('daily.ndb', ndb),
+    Buffer.alloc(1024),
+  ]);
+  const head = Buffer.alloc(512, ' ');
+  head.write(header);
+  const temporary = join(dir, '.daily.cud.tmp');
+  writeFileSync(temporary, Buffer.concat([head, gzipSync(tar)]));
+  renameSync(temporary, join(dir, 'daily.cud'));
+}
