@@ -4,7 +4,7 @@ import { join } from 'node:path';
 export interface ClamdWatch {
   /** The unix socket to give Assay as ASSAY_CLAMD. */
   socket: string;
-  /** Connections that began an INSTREAM. */
+  /** INSTREAM commands, on their own connection or in a session. */
   readonly streams: number;
   /** Verdicts clamd sent back (`stream: ... OK` or `FOUND`): content clamd actually scanned. */
   readonly verdicts: number;
@@ -21,13 +21,14 @@ export async function watchClamd(clamdSocket: string, dir: string): Promise<Clam
   let verdicts = 0;
   const server = createServer((client) => {
     const upstream = connect(clamdSocket);
-    let first = true;
+    // A connection runs one INSTREAM, or several in an IDSESSION (replies then numbered `N: `):
+    // commands and replies are counted wherever they are in the bytes (the tests' contents never
+    // hold these words).
     client.on('data', (data: Buffer) => {
-      if (first && data.subarray(0, 9).toString() === 'zINSTREAM') streams += 1;
-      first = false;
+      streams += data.toString('latin1').split('zINSTREAM\0').length - 1;
     });
     upstream.on('data', (data: Buffer) => {
-      if (data.toString().startsWith('stream: ')) verdicts += 1;
+      verdicts += data.toString('latin1').match(/(?:^|\0|\n)(?:\d+: )?stream: /g)?.length ?? 0;
     });
     for (const socket of [client, upstream]) {
       sockets.add(socket);
