@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuSeconds, startAssay } from './service-process.js';
+import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { runConcurrently } from './stats.js';
 
 const SERVER = process.env.BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
@@ -118,7 +118,9 @@ export async function benchWorkers(socket: string, work: string, items: number):
         `4 KB async on PostgreSQL, ${workers} worker process${workers > 1 ? 'es' : ''}: ` +
           `${(items / seconds).toFixed(1)} items/s (${items} accepted in ${accepted.toFixed(1)} s, ` +
           `all scanned in ${seconds.toFixed(1)} s); cpu per item: api ${perItem(cpu[0] ?? 0)} ms, ` +
-          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms`,
+          `workers ${perItem(workerCpu)} ms, postgres ${perItem(dbCpu)} ms; peak RSS: api ` +
+          `${memoryOf(pids[0] ?? 0).peakMb.toFixed(0)} MB, largest worker ` +
+          `${Math.max(...pids.slice(1).map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
     } finally {
