@@ -5,10 +5,10 @@ import { existsSync } from 'node:fs';
 /**
  * `serve` runs with a 16 MB semi-space (a 32 MB young generation). Node 24 sizes it from the
  * machine's memory, 64 MB (128 MB young generation) on a 24 GB machine, and a service under
- * small uploads fills it: 100 MB of its peak RSS, for no throughput measured (docs/ARCHITECTURE.md,
- * Memory). V8 reads the size only at start, so the process replaces itself once with the flag (same
- * pid, stdio and environment). A size set by the user (NODE_OPTIONS or a node flag) is kept;
- * `--processes` children inherit the flag from the primary's execArgv.
+ * small uploads fills it: 100 MB of its peak RSS, for no throughput gain measured
+ * (docs/ARCHITECTURE.md, Memory). V8 reads the size only at start, so the process replaces
+ * itself once with the flag (same pid, stdio and environment). A size set by the user
+ * (NODE_OPTIONS or a node option) is kept; `--processes` children inherit the primary's flags.
  */
 const SEMI_SPACE_FLAG = '--max-semi-space-size=16';
 
