@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuSeconds, startAssay } from './service-process.js';
+import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { runConcurrently, summarise } from './stats.js';
 
 /** The pids of a process's children (the cluster's processes), from /proc. */
@@ -69,10 +69,15 @@ export async function benchProcesses(
           bestCpu = cpuMs;
         }
       }
+      // With one process the primary serves; with more, its children do.
+      const children = childrenOf(pid).map((child) => memoryOf(child).peakMb);
+      const peaks =
+        `peak RSS: ${processes > 1 ? 'primary ' : ''}${memoryOf(pid).peakMb.toFixed(0)} MB` +
+        (children.length > 0 ? `, largest child ${Math.max(...children).toFixed(0)} MB` : '');
       if (best !== null) {
         lines.push(
           `4 KB sync, concurrency ${concurrency}, --processes ${processes}: ${best.perSecond.toFixed(1)} files/s, ` +
-            `p50 ${best.p50.toFixed(1)} ms, p99 ${best.p99.toFixed(1)} ms, assay cpu ${bestCpu.toFixed(2)} ms/file (best round)`,
+            `p50 ${best.p50.toFixed(1)} ms, p99 ${best.p99.toFixed(1)} ms, assay cpu ${bestCpu.toFixed(2)} ms/file (best round); ${peaks}`,
         );
       }
     } finally {

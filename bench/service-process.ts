@@ -1,6 +1,6 @@
 /** Assay as its own process (the built `bin/assay.js`), for the benchmarks and the hostile run. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export function freePort(): Promise<number> {
@@ -20,6 +20,16 @@ export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}
+
+/**
+ * Starts a process's peak RSS (VmHWM) over from its current RSS, so that each scenario reports its
+ * own peak (Linux's clear_refs, by the process's owner); returns the peak until now, in MB.
+ */
+export function resetPeakMemory(pid: number): number {
+  const { peakMb } = memoryOf(pid);
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return peakMb;
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */

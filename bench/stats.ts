@@ -6,6 +6,13 @@ export function percentile(sortedMs: number[], p: number): number {
   return sortedMs[Math.max(0, index)] ?? Number.NaN;
 }
 
+export function median(values: number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
 export interface RunStats {
   count: number;
   seconds: number;

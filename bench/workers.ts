@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuSeconds, startAssay } from './service-process.js';
+import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { runConcurrently } from './stats.js';
 
 const SERVER = process.env.BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
@@ -150,7 +150,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
           `process${workers > 1 ? 'es' : ''} at ${(items / seconds).toFixed(1)} items/s; ` +
           `cpu per item: workers ${perItem(workerCpu)} ms, postgres ` +
           `${perItem(dbCpu)} ms; ${(xacts / items).toFixed(1)} database transactions per item ` +
-          "(pg-boss's included)",
+          `(pg-boss's included); peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
+          `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
     } finally {

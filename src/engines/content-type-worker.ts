@@ -5,7 +5,7 @@ import type { WorkerSettings } from './content-type.js';
 
 interface Request {
   id: number;
-  head: Uint8Array;
+  head: Uint8Array<ArrayBuffer>;
 }
 
 const settings = workerData as WorkerSettings;
@@ -24,9 +24,12 @@ port.on('message', ({ id, head }: Request) => {
     if (fault(bytes, settings.hangOn)) for (;;);
     if (fault(bytes, settings.exitOn)) process.exit(1);
     if (fault(bytes, settings.failOn)) throw new Error('test fault: libmagic fails');
-    port.postMessage({ id, type: magic.detect(bytes) });
+    const type = magic.detect(bytes);
+    // The head goes back to the main thread, whose frequent collections free it (content-type.ts).
+    port.postMessage({ id, type }, [head.buffer]);
   } catch (error) {
-    port.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+    const message = error instanceof Error ? error.message : String(error);
+    port.postMessage({ id, error: message }, [head.buffer]);
   }
 });
 port.postMessage({ ready: true });

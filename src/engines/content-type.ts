@@ -126,7 +126,12 @@ export class ContentTypeDetector {
       const timer = setTimeout(() => this.timedOut(id), this.timeoutMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
-      worker.postMessage({ id, head });
+      // Moved, not cloned, and moved back with the answer (content-type-worker.ts): a clone stays
+      // in the worker as garbage, and the worker allocates so little that it collected it only
+      // once 64 MB of heads had piled up (V8's external memory trigger), held by malloc after.
+      const moved = new Uint8Array(head.length);
+      moved.set(head);
+      worker.postMessage({ id, head: moved }, [moved.buffer]);
     });
   }
 

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { ContentEngine } from './engine.js';
 import { LazyEngine } from './lazy-engine.js';
-import { IMAGE_TYPES, NsfwImageEngine } from './nsfw-image/engine.js';
+import { IMAGE_TYPES } from './nsfw-image/image-types.js';
 import { NsfwLanguageEngine } from './nsfw-language/engine.js';
-import { isExtractable } from './nsfw-language/extract.js';
+import { isExtractable } from './nsfw-language/extractable.js';
 
 export interface NsfwEngineSettings {
   /** Porn + Hentai probability at which an image is flagged. */
@@ -25,13 +25,16 @@ export function nsfwEngines(settings: NsfwEngineSettings, logger: Logger): Conte
       'NSFW_IMAGE',
       IMAGE_MAX_BYTES,
       (type) => IMAGE_TYPES.has(type),
-      () =>
-        NsfwImageEngine.create({
+      // Imported on the first image: sharp and libvips cost the main thread about 10 MB otherwise.
+      async () => {
+        const { NsfwImageEngine } = await import('./nsfw-image/engine.js');
+        return NsfwImageEngine.create({
           threshold: settings.imageThreshold,
           poolSize: settings.workers,
           maxBytes: IMAGE_MAX_BYTES,
           log,
-        }),
+        });
+      },
     ),
     new LazyEngine('nsfw-language', 'NSFW_LANGUAGE', LANGUAGE_MAX_BYTES, isExtractable, () =>
       NsfwLanguageEngine.create({ poolSize: settings.workers, maxBytes: LANGUAGE_MAX_BYTES, log }),

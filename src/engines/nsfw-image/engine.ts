@@ -12,20 +12,11 @@ import type {
   ClassifyResult,
 } from './classifier-worker.js';
 import { decodeForModel } from './decode.js';
+import { IMAGE_TYPES } from './image-types.js';
+
+export { IMAGE_TYPES };
 
 export const NUDITY_FINDING = 'content.image.nsfw.nudity';
-
-/** The media types sharp decodes, as Assay's type detector (libmagic) names them. */
-export const IMAGE_TYPES = new Set([
-  'image/jpeg',
-  'image/png',
-  'image/webp',
-  'image/gif',
-  'image/tiff',
-  'image/avif',
-  'image/heif',
-  'image/heic',
-]);
 
 export interface NsfwImageOptions {
   /** Porn + Hentai probability from which an image is flagged. Default 0.5. */

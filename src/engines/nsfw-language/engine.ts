@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { ContentEngine, EngineReport } from '../engine.js';
 import { WorkerPool } from '../worker-pool.js';
 import type { LanguageMatch } from './detect.js';
-import { isExtractable } from './extract.js';
+import { isExtractable } from './extractable.js';
 import type { LanguageRequest, LanguageResult, LanguageWorkerSettings } from './language-worker.js';
 
 export interface NsfwLanguageOptions {

@@ -1,20 +1,9 @@
 import mammoth from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
 
-export const PDF = 'application/pdf';
-export const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
-export const JSON_TYPE = 'application/json';
-export const HTML = 'text/html';
+import { DOCX, HTML, JSON_TYPE, PDF } from './extractable.js';
 
-/** Whether text can be extracted from content of this media type. */
-export function isExtractable(contentType: string): boolean {
-  return (
-    contentType.startsWith('text/') ||
-    contentType === JSON_TYPE ||
-    contentType === PDF ||
-    contentType === DOCX
-  );
-}
+export { DOCX, HTML, isExtractable, JSON_TYPE, PDF } from './extractable.js';
 
 /** Plain text, UTF-8 unless a byte order mark says UTF-16; invalid bytes become U+FFFD. */
 function decodeText(content: Uint8Array): string {
