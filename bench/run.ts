@@ -3,7 +3,8 @@
  * ratios hold on a shared, noisy machine. Not a test: it prints numbers and checks nothing.
  *
  * Side-by-side scenarios (bench/side-by-side.ts), each reporting the throughput ratio Assay/direct,
- * Assay's and clamd's CPU per file (from /proc) and Assay's peak RSS during it:
+ * Assay's and clamd's CPU per file (from /proc) and Assay's peak RSS during it (which holds what
+ * earlier scenarios left resident: a process's RSS seldom shrinks; BENCH_ONLY runs one alone):
  *   4kb           4 KB random files at concurrency 8
  *   10mb, 100mb   10 MB and 100 MB random uploads one at a time
  *   repeat-4kb    one 4 KB content submitted again and again, concurrency 8
