@@ -1,6 +1,15 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Account, AccountErasure } from '../domain/records.js';
+import { QueryTemplate } from './query-template.js';
 import type { AccountsTable, Database } from './schema.js';
+
+// Items of accounts that do not enforce their balance are charged with their result (every item).
+const addCredits = new QueryTemplate(2, (db, id: string, credits: number) =>
+  db
+    .updateTable('accounts')
+    .set((eb) => ({ balance: eb('balance', '+', credits) }))
+    .where('id', '=', id),
+);
 
 function toAccount(row: Selectable<AccountsTable>): Account {
   return {
@@ -132,11 +141,7 @@ export class AccountRepository {
 
   /** Adds `credits` to the balance (negative: takes them, unconditionally): refunds and charges. */
   async addCredits(id: string, credits: number): Promise<void> {
-    await this.db
-      .updateTable('accounts')
-      .set((eb) => ({ balance: eb('balance', '+', credits) }))
-      .where('id', '=', id)
-      .execute();
+    await addCredits.execute(this.db, id, credits);
   }
 
   async update(

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { StoredFile } from '../domain/records.js';
+import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
 
 function toStoredFile(row: Selectable<FilesTable>): StoredFile {
@@ -28,29 +29,76 @@ export interface ReusableVerdict {
   findings: string[];
 }
 
+type Nullable<T> = T | null;
+
+// Every item runs these: built once (QueryTemplate).
+const insertFile = new QueryTemplate(
+  13,
+  (
+    db,
+    id: string,
+    accountId: string,
+    apiKeyId: string,
+    checksum: Nullable<string>,
+    sha256: Nullable<string>,
+    contentLength: Nullable<number>,
+    contentType: Nullable<string>,
+    findings: Nullable<string>,
+    metadata: string,
+    callback: Nullable<string>,
+    error: Nullable<string>,
+    creationDate: string,
+    verdictKey: Nullable<string>,
+  ) =>
+    db.insertInto('files').values({
+      id,
+      account_id: accountId,
+      api_key_id: apiKeyId,
+      checksum,
+      sha256,
+      content_length: contentLength,
+      content_type: contentType,
+      findings,
+      metadata,
+      callback,
+      error,
+      creation_date: creationDate,
+      verdict_key: verdictKey,
+    }),
+);
+
+const findVerdict = new QueryTemplate(2, (db, verdictKey: string, since: string) =>
+  db
+    .selectFrom('files')
+    .select(['id', 'content_type', 'findings', 'creation_date'])
+    .where('verdict_key', '=', verdictKey)
+    .where('creation_date', '>=', since)
+    .where('findings', 'is not', null)
+    .orderBy('creation_date', 'desc')
+    .limit(1),
+);
+
 export class FileRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
   /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
   async insert(file: StoredFile, verdictKey: string | null = null): Promise<void> {
-    await this.db
-      .insertInto('files')
-      .values({
-        id: file.id,
-        account_id: file.accountId,
-        api_key_id: file.apiKeyId,
-        checksum: file.checksum,
-        sha256: file.sha256,
-        content_length: file.contentLength,
-        content_type: file.contentType,
-        findings: file.findings === null ? null : JSON.stringify(file.findings),
-        metadata: JSON.stringify(file.metadata),
-        callback: file.callback,
-        error: file.error,
-        creation_date: file.creationDate,
-        verdict_key: verdictKey,
-      })
-      .execute();
+    await insertFile.execute(
+      this.db,
+      file.id,
+      file.accountId,
+      file.apiKeyId,
+      file.checksum,
+      file.sha256,
+      file.contentLength,
+      file.contentType,
+      file.findings === null ? null : JSON.stringify(file.findings),
+      JSON.stringify(file.metadata),
+      file.callback,
+      file.error,
+      file.creationDate,
+      verdictKey,
+    );
   }
 
   /**
@@ -58,15 +106,7 @@ export class FileRepository {
    * complete verdict for the same content, engines, signatures and categories. One index seek.
    */
   async findVerdict(verdictKey: string, since: string): Promise<ReusableVerdict | null> {
-    const row = await this.db
-      .selectFrom('files')
-      .select(['id', 'content_type', 'findings', 'creation_date'])
-      .where('verdict_key', '=', verdictKey)
-      .where('creation_date', '>=', since)
-      .where('findings', 'is not', null)
-      .orderBy('creation_date', 'desc')
-      .limit(1)
-      .executeTakeFirst();
+    const row = (await findVerdict.execute(this.db, verdictKey, since)).rows[0];
     if (row === undefined || row.findings === null || row.content_type === null) return null;
     return {
       fileId: row.id,
