@@ -44,7 +44,11 @@ test('a query template runs with each call’s own arguments, inside and outside
   const ids = async (name: string, email: string) =>
     (await named.execute(store.db, name, email)).rows.map((row) => row.id);
   assert.deepEqual(await ids('bob', 'bob@example.com'), ['1'.padStart(32, '0')]);
-  assert.deepEqual(await ids('cy', 'cy@example.com'), ['2'.padStart(32, '0')], 'not the first call’s');
+  assert.deepEqual(
+    await ids('cy', 'cy@example.com'),
+    ['2'.padStart(32, '0')],
+    'not the first call’s',
+  );
   assert.deepEqual(await ids('cy', 'bob@example.com'), [], 'both arguments count');
   const inTransaction = await store.transaction(async (trx) => {
     await trx.accounts.update('0'.padStart(32, '0'), { name: 'dee' }, '2026-01-02T00:00:00Z');
