@@ -74,13 +74,16 @@ export class ResultRecorder {
     }
     const recorded = await this.commits.run(async (store) => {
       if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
-      await store.files.insert(file, verdictKey);
       // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed
       // download, content no engine could decide on, a job given up) costs nothing. The credit
       // taken at acceptance is kept, or given back with the result, in this one transaction.
       const due = (file.findings === null ? 0 : 1) - (creditHeld ? 1 : 0);
-      if (due !== 0) await store.accounts.addCredits(file.accountId, -due);
-      await store.trace.appendAll(file.id, [...events, ...refused]);
+      await store.results.record({
+        file,
+        verdictKey,
+        credits: -due,
+        events: [...events, ...refused],
+      });
       for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
       return true;
     });

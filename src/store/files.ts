@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { StoredFile } from '../domain/records.js';
 import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
@@ -29,42 +29,67 @@ export interface ReusableVerdict {
   findings: string[];
 }
 
-type Nullable<T> = T | null;
+/** A file's row as a statement's arguments, in the order `fileRowValues` reads them. */
+export type FileRowArguments = readonly [
+  id: string,
+  accountId: string,
+  apiKeyId: string,
+  checksum: string | null,
+  sha256: string | null,
+  contentLength: number | null,
+  contentType: string | null,
+  findings: string | null,
+  metadata: string,
+  callback: string | null,
+  error: string | null,
+  creationDate: string,
+  verdictKey: string | null,
+];
+
+export const FILE_ROW_ARGUMENTS = 13;
+
+export function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowArguments {
+  return [
+    file.id,
+    file.accountId,
+    file.apiKeyId,
+    file.checksum,
+    file.sha256,
+    file.contentLength,
+    file.contentType,
+    file.findings === null ? null : JSON.stringify(file.findings),
+    JSON.stringify(file.metadata),
+    file.callback,
+    file.error,
+    file.creationDate,
+    verdictKey,
+  ];
+}
+
+/** The values of a file's insert; arguments passed through untouched (QueryTemplate). */
+export function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
+  const [id, accountId, apiKeyId, checksum, sha256, contentLength, contentType, findings] = row;
+  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey] = row;
+  return {
+    id,
+    account_id: accountId,
+    api_key_id: apiKeyId,
+    checksum,
+    sha256,
+    content_length: contentLength,
+    content_type: contentType,
+    findings,
+    metadata,
+    callback,
+    error,
+    creation_date: creationDate,
+    verdict_key: verdictKey,
+  };
+}
 
 // Every item runs these: built once (QueryTemplate).
-const insertFile = new QueryTemplate(
-  13,
-  (
-    db,
-    id: string,
-    accountId: string,
-    apiKeyId: string,
-    checksum: Nullable<string>,
-    sha256: Nullable<string>,
-    contentLength: Nullable<number>,
-    contentType: Nullable<string>,
-    findings: Nullable<string>,
-    metadata: string,
-    callback: Nullable<string>,
-    error: Nullable<string>,
-    creationDate: string,
-    verdictKey: Nullable<string>,
-  ) =>
-    db.insertInto('files').values({
-      id,
-      account_id: accountId,
-      api_key_id: apiKeyId,
-      checksum,
-      sha256,
-      content_length: contentLength,
-      content_type: contentType,
-      findings,
-      metadata,
-      callback,
-      error,
-      creation_date: creationDate,
-      verdict_key: verdictKey,
-    }),
+const insertFile = new QueryTemplate(FILE_ROW_ARGUMENTS, (db, ...row: FileRowArguments) =>
+  db.insertInto('files').values(fileRowValues(row)),
 );
 
 const findVerdict = new QueryTemplate(2, (db, verdictKey: string, since: string) =>
@@ -83,22 +108,7 @@ export class FileRepository {
 
   /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
   async insert(file: StoredFile, verdictKey: string | null = null): Promise<void> {
-    await insertFile.execute(
-      this.db,
-      file.id,
-      file.accountId,
-      file.apiKeyId,
-      file.checksum,
-      file.sha256,
-      file.contentLength,
-      file.contentType,
-      file.findings === null ? null : JSON.stringify(file.findings),
-      JSON.stringify(file.metadata),
-      file.callback,
-      file.error,
-      file.creationDate,
-      verdictKey,
-    );
+    await insertFile.execute(this.db, ...fileRowArguments(file, verdictKey));
   }
 
   /**

@@ -21,6 +21,7 @@ import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
 import * as verdictKey from './migrations/0015-verdict-key.js';
 import { RateBucketRepository } from './rate-buckets.js';
+import { ResultRepository } from './results.js';
 import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
@@ -64,6 +65,7 @@ export class Store {
   readonly users: UserRepository;
   readonly rateBuckets: RateBucketRepository;
   readonly engineVersions: EngineVersionRepository;
+  readonly results: ResultRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
@@ -85,6 +87,7 @@ export class Store {
     this.users = new UserRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
     this.engineVersions = new EngineVersionRepository(db);
+    this.results = new ResultRepository(db, this.files, this.accounts, this.trace);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */
