@@ -16,6 +16,7 @@ import {
   newCallbackSecret,
   newId,
   newSecret,
+  newTokenId,
   secretMatches,
   secretMatchesUnknownKey,
 } from './credentials.js';
@@ -252,7 +253,7 @@ export class AccountService {
   async createToken(principal: Principal, timeoutSeconds: number): Promise<Token> {
     const created = Date.now();
     const token: Token = {
-      id: newId(),
+      id: newTokenId(),
       accountId: principal.accountId,
       apiKeyId: principal.keyId,
       creationDate: new Date(created).toISOString(),

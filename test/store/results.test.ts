@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
+import { newId, newTokenId } from '../../src/accounts/credentials.js';
 import { loadConfig } from '../../src/config.js';
 import type { StoredFile, TraceEvent } from '../../src/domain/records.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -74,4 +75,15 @@ test('a result’s row, its whole trace in order and its charge are written toge
   assert.equal((await store.accounts.find(ACCOUNT))?.balance, 99, '100 - 1 - 1 + 0 + 1');
   const reused = await store.files.findVerdict(`key-${'2'.repeat(32)}`, '2026-01-01T00:00:00Z');
   assert.deepEqual(reused?.findings, ['Win.Test.EICAR_HDB-1'], 'stored under its verdict key');
+});
+
+test('ids are unique and in the order they were made; a token’s id takes nothing from the clock', async () => {
+  const ids = Array.from({ length: 5000 }, () => newId());
+  assert.equal(new Set(ids).size, ids.length);
+  for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
+  // Made in this order: each id's time part is at least the one before (new rows go at the end).
+  const times = ids.map((id) => id.slice(0, 12));
+  assert.deepEqual([...times].sort(), times);
+  const tokens = Array.from({ length: 200 }, () => newTokenId());
+  assert.equal(new Set(tokens.map((token) => token.slice(0, 8))).size, tokens.length, 'random');
 });
