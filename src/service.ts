@@ -160,7 +160,7 @@ export async function startService(
   );
   // On PostgreSQL, jobs and callbacks are dispatched through pg-boss: the store announces each
   // one that becomes due in the transaction that made it due.
-  const dispatch = openDispatch(config, logger.child({ component: 'dispatch' }));
+  const dispatch = await openDispatch(config, logger.child({ component: 'dispatch' }));
   const store = dispatch === null ? openedStore : openedStore.dispatchingTo(dispatch);
   // Requests authenticate against credentials reused for CREDENTIAL_CACHE_MS (the hot path reads
   // no key or account row for most requests); changes from elsewhere take effect within it.

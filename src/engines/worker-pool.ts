@@ -17,6 +17,8 @@ export interface WorkerPoolOptions {
   workerData?: unknown;
   /** e.g. a heap limit, so a job that would exhaust memory ends its worker, not the process. */
   resourceLimits?: ResourceLimits;
+  /** How long a worker beyond the first stays without a request (IDLE_WORKER_MS; tests). */
+  idleWorkerMs?: number;
   log?: (message: string) => void;
 }
 
@@ -33,7 +35,12 @@ interface Job<Request, Result> {
 interface Slot<Request, Result> {
   worker: Worker;
   job: Job<Request, Result> | null;
+  /** When it last finished a request (or started). */
+  idleSince: number;
 }
+
+/** A worker beyond the first stops after this long without a request. */
+export const IDLE_WORKER_MS = 60_000;
 
 const FIRST_RESTART_DELAY_MS = 100;
 const MAX_RESTART_DELAY_MS = 30_000;
@@ -60,16 +67,18 @@ export class WorkerPool<Request, Result> {
 
   private constructor(private readonly options: WorkerPoolOptions) {}
 
-  /** Starts all workers; fails with the first worker's start error (e.g. a missing model). */
+  /**
+   * Starts one worker; fails with its start error (e.g. a missing model). More start as requests
+   * queue behind busy workers, up to `size`, and those stop again after IDLE_WORKER_MS without a
+   * request: a worker costs 20 MB (language) to 130 MB (images), and a server that sees one such
+   * item now and then needs one, not one per CPU.
+   */
   static async create<Request, Result>(
     options: WorkerPoolOptions,
   ): Promise<WorkerPool<Request, Result>> {
     const pool = new WorkerPool<Request, Result>(options);
     try {
-      const workers = await Promise.all(
-        Array.from({ length: Math.max(1, options.size) }, () => pool.startWorker()),
-      );
-      for (const worker of workers) pool.slots.push({ worker, job: null });
+      pool.slots.push({ worker: await pool.startWorker(), job: null, idleSince: Date.now() });
     } catch (error) {
       await pool.close();
       throw error;
@@ -77,6 +86,7 @@ export class WorkerPool<Request, Result> {
     return pool;
   }
 
+  /** Workers running now (between 1 and the pool's size, while it is open). */
   get size(): number {
     return this.slots.length;
   }
@@ -109,6 +119,7 @@ export class WorkerPool<Request, Result> {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     for (const job of this.queue.splice(0))
       this.settle(job, new Error(`${this.options.name} closed`));
     const slots = this.slots.splice(0);
@@ -132,6 +143,59 @@ export class WorkerPool<Request, Result> {
       slot.job = job;
       slot.worker.postMessage({ id: job.id, request: job.request }, job.transfer);
     }
+    // Requests wait behind busy workers: one more worker for each, up to the pool's size.
+    if (this.queue.length > this.starting && this.slots.length + this.starting < this.maxWorkers) {
+      this.grow();
+    }
+  }
+
+  private get maxWorkers(): number {
+    return Math.max(1, this.options.size);
+  }
+
+  /** One more worker for waiting requests; a failed start is left to the next request's demand. */
+  private grow(): void {
+    this.starting++;
+    this.startWorker().then(
+      (worker) => {
+        this.starting--;
+        if (this.closed) {
+          worker.terminate().catch(() => undefined);
+          return;
+        }
+        this.slots.push({ worker, job: null, idleSince: Date.now() });
+        this.scheduleIdleCheck();
+        this.dispatch();
+      },
+      (error: Error) => {
+        this.starting--;
+        this.options.log?.(`${this.options.name} worker could not start: ${error.message}`);
+        if (this.slots.length === 0 && this.starting === 0) {
+          for (const job of this.queue.splice(0)) this.settle(job, error);
+        }
+      },
+    );
+  }
+
+  private idleTimer: NodeJS.Timeout | null = null;
+
+  /** Stops workers beyond the first that had no request for IDLE_WORKER_MS. */
+  private scheduleIdleCheck(): void {
+    if (this.idleTimer !== null || this.closed) return;
+    const idleMs = this.options.idleWorkerMs ?? IDLE_WORKER_MS;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      const now = Date.now();
+      for (const slot of [...this.slots]) {
+        if (this.slots.length <= 1) break;
+        if (slot.job !== null || now - slot.idleSince < idleMs) continue;
+        this.slots.splice(this.slots.indexOf(slot), 1);
+        slot.worker.removeAllListeners('exit');
+        slot.worker.terminate().catch(() => undefined);
+      }
+      if (this.slots.length > 1) this.scheduleIdleCheck();
+    }, idleMs);
+    this.idleTimer.unref();
   }
 
   private abort(job: Job<Request, Result>): void {
@@ -175,7 +239,7 @@ export class WorkerPool<Request, Result> {
           worker.terminate().catch(() => undefined);
           return;
         }
-        this.slots.push({ worker, job: null });
+        this.slots.push({ worker, job: null, idleSince: Date.now() });
         this.dispatch();
       },
       (error: Error) => {
@@ -218,6 +282,7 @@ export class WorkerPool<Request, Result> {
         const job = slot?.job;
         if (slot === undefined || job === undefined || job === null || job.id !== reply.id) return;
         slot.job = null;
+        slot.idleSince = Date.now();
         this.settle(
           job,
           'error' in reply ? new Error(`${this.options.name}: ${reply.error}`) : reply,

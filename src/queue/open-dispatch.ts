@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { WorkDispatch } from '../store/work-dispatch.js';
-import { PgBossDispatch } from './pg-boss-dispatch.js';
 
 /** Announces due work and delivers it: one adapter per backend. */
 export interface Dispatch extends WorkDispatch, WorkDelivery {
@@ -12,13 +11,15 @@ export interface Dispatch extends WorkDispatch, WorkDelivery {
 
 /**
  * The one place that picks how background work is dispatched: through pg-boss when the store is
- * PostgreSQL; null for the embedded store, whose runner reads the due list itself.
+ * PostgreSQL; null for the embedded store, whose runner reads the due list itself. pg-boss (and
+ * pg) is imported only then: a service on SQLite never loads it.
  */
-export function openDispatch(
+export async function openDispatch(
   settings: { databaseUrl: string; role: string },
   logger: Logger,
-): Dispatch | null {
+): Promise<Dispatch | null> {
   if (settings.databaseUrl === '') return null;
+  const { PgBossDispatch } = await import('./pg-boss-dispatch.js');
   return new PgBossDispatch({
     connectionString: settings.databaseUrl,
     instanceName: `assay-${settings.role}`,

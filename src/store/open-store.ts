@@ -1,4 +1,3 @@
-import { openPostgresStore } from './dialects/postgres.js';
 import { openSqliteStore } from './dialects/sqlite.js';
 import type { Store } from './store.js';
 
@@ -10,12 +9,16 @@ export interface StoreSettings {
   databasePoolSize: number;
 }
 
-/** The one place that picks a dialect: everything else sees a `Store`. */
-export function openStore(
+/**
+ * The one place that picks a dialect: everything else sees a `Store`. pg is imported only for
+ * PostgreSQL: a service on SQLite never loads it.
+ */
+export async function openStore(
   settings: StoreSettings,
   onConnectionError: (error: Error) => void = () => {},
 ): Promise<Store> {
   if (settings.databaseUrl === '') return openSqliteStore(settings.dataDir);
+  const { openPostgresStore } = await import('./dialects/postgres.js');
   return openPostgresStore(settings.databaseUrl, {
     poolSize: settings.databasePoolSize,
     onConnectionError,

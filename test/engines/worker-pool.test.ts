@@ -44,3 +44,41 @@ test('a worker that cannot be replaced is started again later: the pool recovers
   }
   assert.equal(answer, 'echo: two', 'a worker started again once starting works');
 });
+
+test('workers start as requests wait, up to the pool’s size, and the extra ones stop when idle', async (t) => {
+  const dir = tempDir();
+  const pool = await WorkerPool.create<string, string>({
+    name: 'growing',
+    script: '../../test/helpers/flaky-worker',
+    size: 3,
+    workerData: { failStartWhile: join(dir, 'never') },
+    idleWorkerMs: 300,
+  });
+  t.after(async () => {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  assert.equal(pool.size, 1, 'one worker until a request waits');
+  assert.equal(await pool.run('one at a time', signal()), 'echo: one at a time');
+  assert.equal(await pool.run('again', signal()), 'echo: again');
+  assert.equal(pool.size, 1, 'requests one after another need no second worker');
+
+  let most = pool.size;
+  const watch = setInterval(() => {
+    most = Math.max(most, pool.size);
+  }, 10);
+  const answers = await Promise.all(
+    Array.from({ length: 5 }, (_, i) => pool.run(`sleep:300 ${i}`, signal())),
+  );
+  clearInterval(watch);
+  assert.deepEqual(
+    answers,
+    Array.from({ length: 5 }, (_, i) => `echo: sleep:300 ${i}`),
+  );
+  assert.equal(most, 3, 'five waiting requests: as many workers as the pool allows');
+
+  const deadline = Date.now() + 10_000;
+  while (pool.size > 1 && Date.now() < deadline) await sleep(50);
+  assert.equal(pool.size, 1, 'the extra workers stopped after 300 ms without work');
+  assert.equal(await pool.run('after', signal()), 'echo: after', 'the one left still answers');
+});
