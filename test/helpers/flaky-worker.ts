@@ -11,7 +11,8 @@ await serveWorkerRequests<string, string>(async () => {
   if (existsSync(failStartWhile)) throw new Error('told to fail its start');
   return async (request) => {
     if (request === 'exit') process.exit(1);
-    if (request.startsWith('sleep:')) await sleep(Number.parseInt(request.slice('sleep:'.length), 10));
+    if (request.startsWith('sleep:'))
+      await sleep(Number.parseInt(request.slice('sleep:'.length), 10));
     return { result: `echo: ${request}` };
   };
 });

@@ -54,6 +54,19 @@ describe('engines follow the key’s detection categories', () => {
     assert.deepEqual(sample.body.findings, ['content.en.language.nsfw.0']);
     const image = await upload(svc.url, svc.auth, imageSample);
     assert.deepEqual(image.body.findings, ['content.image.nsfw.nudity']);
+    // Longer than the head libmagic sees: the rest, held while the type was detected, still
+    // reaches the engine. 2.5 MB of JPEG comment segments (which decoders skip) after its start.
+    const comment = Buffer.concat([Buffer.from([0xff, 0xfe, 0xff, 0xff]), Buffer.alloc(65533)]);
+    const comments = Array.from({ length: 40 }, () => comment);
+    const padded = Buffer.concat([
+      imageSample.subarray(0, 2),
+      ...comments,
+      imageSample.subarray(2),
+    ]);
+    const long = await upload(svc.url, svc.auth, padded);
+    assert.equal(long.status, 201);
+    // The pixels lie past the first 1 MiB: decoding them means the engine had all of it.
+    assert.match(await trace(svc, svc.auth, String(long.body.id)), /nsfw-image: jpeg 96 x 64: /);
 
     const clean = await upload(svc.url, svc.auth, await drawing());
     assert.equal(clean.status, 201);
