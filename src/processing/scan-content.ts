@@ -12,6 +12,7 @@ import {
   SNIFF_BYTES,
 } from '../engines/content-type.js';
 import type { ContentEngine, EngineReport } from '../engines/engine.js';
+import { noteStreamedBytes } from '../stream-memory.js';
 import {
   ContentNotExaminedError,
   ContentTooLargeError,
@@ -133,6 +134,7 @@ export class ContentScanner {
     try {
       for await (const chunk of source) {
         length += chunk.length;
+        noteStreamedBytes(chunk.length);
         if (length > options.maxBytes) throw new ContentTooLargeError(options.maxBytes);
         sha1.update(chunk);
         sha256.update(chunk);

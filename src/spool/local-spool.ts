@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { isDiskFull, SpoolTooLargeError } from '../domain/failures.js';
 import { syncDirectory } from '../store/disk-sync.js';
+import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
 
 /** A spool file's name: the id of its job (32 hex digits), `.part` while it is being written. */
@@ -57,6 +58,7 @@ export class LocalSpool implements ContentSpool {
         if (size > maxBytes)
           throw new SpoolTooLargeError(`the content exceeds the limit of ${maxBytes} bytes`);
         await file.write(chunk);
+        noteStreamedBytes(chunk.length);
       }
       if (durable) await file.datasync();
     } catch (error) {

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { SpoolTooLargeError } from '../domain/failures.js';
+import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
 import type { S3Location } from './s3-url.js';
 
@@ -145,6 +146,7 @@ export class S3Spool implements ContentSpool {
             throw new SpoolTooLargeError(`the content exceeds the limit of ${maxBytes} bytes`);
           }
           yield chunk;
+          noteStreamedBytes(chunk.length);
         }
       } catch (error) {
         sourceError = { error };
