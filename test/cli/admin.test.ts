@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { assayCli } from '../helpers/cli.js';
-import { basic, buildService, tempDir, useSharedClamd } from '../helpers/service.js';
+import {
+  basic,
+  buildService,
+  credentialsRefreshed,
+  tempDir,
+  useSharedClamd,
+} from '../helpers/service.js';
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
 const assay = (dataDir: string, ...args: string[]) => assayCli(dataDir, args);
@@ -65,6 +71,8 @@ describe('assay admin', () => {
     const disabled = assay(svc.dataDir, 'admin', 'key', 'disable', key);
     assert.equal(disabled.status, 0);
     assert.match(disabled.stdout, /1 of its tokens ended/);
+    // The CLI is another process: the service sees its change once its credentials refresh.
+    await credentialsRefreshed();
     const refused = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
@@ -72,6 +80,7 @@ describe('assay admin', () => {
     assert.equal((await withToken()).status, 401);
 
     assert.equal(assay(svc.dataDir, 'admin', 'key', 'enable', key).status, 0);
+    await credentialsRefreshed();
     const again = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
@@ -164,6 +173,7 @@ describe('assay admin', () => {
       [tokenId],
     );
     ok('token', 'revoke', tokenId);
+    await credentialsRefreshed();
     const refused = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(tokenId, '') },
     });
@@ -191,6 +201,7 @@ describe('assay admin', () => {
     assert.equal(await limitHeader(), '50');
     const set = assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--rate-limit', '2.5');
     assert.equal(set.status, 0, set.stderr);
+    await credentialsRefreshed();
     assert.equal(await limitHeader(), '5', 'burst defaults to twice the rate');
     const listed = assay(svc.dataDir, 'admin', 'key', 'list');
     assert.match(listed.stdout, /rate=2\.5\/s burst 5/);
@@ -208,11 +219,13 @@ describe('assay admin', () => {
       ).status,
       0,
     );
+    await credentialsRefreshed();
     assert.equal(await limitHeader(), '7');
     assert.equal(
       assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--default-rate-limit').status,
       0,
     );
+    await credentialsRefreshed();
     assert.equal(await limitHeader(), '50');
 
     for (const [args, message] of [
