@@ -15,8 +15,9 @@ type Reply = { ready: true } | { id: number; type: string } | { id: number; erro
 /**
  * A libmagic call not answered within this fails (503 for an upload, a retry for a job). If the
  * worker answered nothing else in that time it is hung: it is terminated and replaced, and every
- * call waiting on it fails. libmagic takes 0.3-60 ms for a 1 MiB head (random bytes ~17 ms, Latin-1
- * text ~58 ms, measured), so this trips on a hang, not on a busy queue.
+ * call waiting on it fails. libmagic takes 0.5-10 ms for a 1 MiB head on an idle core (random bytes
+ * ~1 ms, Latin-1 text ~8 ms), several times that on a busy machine (17 and 58 ms were seen), so this
+ * trips on a hang, not on a busy queue.
  */
 export const DETECT_TIMEOUT_MS = 10_000;
 /** A worker not ready within this failed to start (it takes ~150 ms; ~1-2 s under tsx). */
