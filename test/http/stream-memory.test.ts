@@ -6,11 +6,11 @@ import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COLLECT_EVERY_BYTES, noteStreamedBytes } from '../../src/stream-memory.js';
+import { multipartFile } from '../helpers/raw-http.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 const MiB = 1024 * 1024;
-const BOUNDARY = 'stream-memory-boundary';
 
 /** Young-generation collections that start while `work` runs. */
 async function minorCollectionsDuring(work: () => void): Promise<number> {
@@ -46,12 +46,8 @@ test('a 96 MB upload leaves at most a few MB of dead network buffers, not 64 MB'
   // One random MiB sent 96 times: the client holds no more than it, so what the process's
   // ArrayBuffers grow by is the service's (its 64 KB reads, the head held for libmagic).
   const block = randomBytes(MiB);
-  const head = Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n` +
-      'Content-Type: application/octet-stream\r\n\r\n',
-  );
-  const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   const blocks = 96;
+  const form = multipartFile(block);
   const before = process.memoryUsage().arrayBuffers;
   let peak = before;
   const sampler = setInterval(() => {
@@ -62,8 +58,8 @@ test('a 96 MB upload leaves at most a few MB of dead network buffers, not 64 MB'
       method: 'POST',
       headers: {
         authorization: svc.auth,
-        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
-        'content-length': head.length + blocks * block.length + tail.length,
+        'content-type': form.contentType,
+        'content-length': form.length + (blocks - 1) * block.length,
       },
     });
     req.on('response', (res) => {
@@ -76,11 +72,11 @@ test('a 96 MB upload leaves at most a few MB of dead network buffers, not 64 MB'
     });
     req.on('error', reject);
     const send = async () => {
-      req.write(head);
+      req.write(form.before);
       for (let i = 0; i < blocks; i++) {
         if (!req.write(block)) await new Promise((drained) => req.once('drain', drained));
       }
-      req.end(tail);
+      req.end(form.after);
     };
     send().catch(reject);
   });
