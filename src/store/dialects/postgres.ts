@@ -39,6 +39,14 @@ export async function openPostgresStore(
   });
   // An idle client's error is emitted on the pool: unhandled, it would end the process.
   pool.on('error', options.onConnectionError);
+  // A checked-out client (a transaction, between its statements or in its rollback) has no pool
+  // listener: a connection dropped then emits 'error' on the client, and unheard that ends the
+  // process (issue 25). The statement under way, or the next one, rejects with the same failure,
+  // which fails the transaction as store-unavailable; pg-pool discards a client that is no longer
+  // queryable when it is released. So this listener has nothing more to do.
+  pool.on('connect', (client) => {
+    client.on('error', ignoreCheckedOutError);
+  });
   const store = new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }));
   try {
     await store.migrate();
@@ -48,3 +56,5 @@ export async function openPostgresStore(
   }
   return store;
 }
+
+function ignoreCheckedOutError(): void {}
