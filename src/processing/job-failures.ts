@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { isStoreUnavailable } from '../domain/failures.js';
 import type { Job } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
@@ -14,6 +15,9 @@ const SCAN_ROOM_MARGIN = 1024 * 1024;
 const MAX_RETRY_DELAY_MS = 10 * 60_000;
 /** The longest wait between tries to put a job back while the store refuses writes. */
 const MAX_STORE_RETRY_DELAY_MS = 60_000;
+
+/** What a job's trace says of a database out of reach (its address and error are logged). */
+const STORE_UNREACHABLE = 'the database could not be reached';
 
 /** Recording a job's outcome failed (a store write): nothing is the item's fault. */
 export class RecordingError extends Error {}
@@ -98,7 +102,15 @@ export class JobFailures {
     if (error instanceof RecordingError) {
       // The store, not the item: wait like an outage (the writes below may fail as well).
       this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
-      await this.waitForEngine(job, `${error.message}: ${describe(error.cause)}`);
+      // The trace is the client's: the database's address stays in the log.
+      const cause = isStoreUnavailable(error.cause) ? STORE_UNREACHABLE : describe(error.cause);
+      await this.waitForEngine(job, `${error.message}: ${cause}`);
+      return;
+    }
+    // A read the work needed (the job's key, say) found the store out of reach.
+    if (isStoreUnavailable(error)) {
+      this.logger.error({ err: error, job: job.id }, 'the store failed during a job');
+      await this.waitForEngine(job, STORE_UNREACHABLE);
       return;
     }
     // Content that never reached the engine (down or restarting) cannot have made it fail.

@@ -107,7 +107,24 @@ export class JobRunner implements JobQueue {
     if (this.stopping.signal.aborted) throw new Error('stopping: delivered again later');
     const now = Date.now();
     const leaseUntil = new Date(now + this.options.leaseMs).toISOString();
-    const job = await this.store.jobs.claim(id, new Date(now).toISOString(), leaseUntil, stage);
+    let job: Job | null;
+    try {
+      job = await this.store.jobs.claim(id, new Date(now).toISOString(), leaseUntil, stage);
+    } catch (error) {
+      // A claim can commit and lose its answer with its connection: this process would then hold
+      // a job it does not run until the lease ends (a minute). Put back at once if so (issue 25).
+      const released = await this.store.jobs.release(id, new Date().toISOString(), {
+        refund: true,
+        leasedUntil: leaseUntil,
+      });
+      this.logger.warn(
+        { err: error, job: id, released },
+        released ? 'a claim lost its answer; the job was put back' : 'a claim failed',
+      );
+      // Released: announced again with it, so this delivery ends; else pg-boss delivers it again.
+      if (released) return;
+      throw error;
+    }
     if (job === null) {
       await this.store.jobs.redispatch({ id });
       return;

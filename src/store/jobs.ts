@@ -294,14 +294,16 @@ export class JobRepository {
   /**
    * Puts a claimed job back to wait until `runAfter`. `refund`: the attempt does not count (the
    * engine was down for everyone, or shutdown parked the job); else `error` says why it failed.
+   * `leasedUntil`: only if the job's lease ends then, i.e. it is still held by the claim that set
+   * that lease (a claim whose answer was lost); true when the job was put back.
    */
   async release(
     id: string,
     runAfter: string,
-    outcome: { refund: true } | { refund: false; error: string },
-  ): Promise<void> {
-    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
-      const row = await db
+    outcome: { refund: true; leasedUntil?: string } | { refund: false; error: string },
+  ): Promise<boolean> {
+    return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      let update = db
         .updateTable('jobs')
         .set((eb) => ({
           state: 'pending',
@@ -311,13 +313,15 @@ export class JobRepository {
             : { last_error: outcome.error }),
         }))
         .where('id', '=', id)
-        .where('state', '=', 'processing')
-        .returning(['account_id', 'stage'])
-        .executeTakeFirst();
-      if (row !== undefined) {
-        const kind = row.stage as JobStage;
-        await announce(db, dispatch, { kind, id, accountId: row.account_id, at: runAfter });
+        .where('state', '=', 'processing');
+      if (outcome.refund && outcome.leasedUntil !== undefined) {
+        update = update.where('run_after', '=', outcome.leasedUntil);
       }
+      const row = await update.returning(['account_id', 'stage']).executeTakeFirst();
+      if (row === undefined) return false;
+      const kind = row.stage as JobStage;
+      await announce(db, dispatch, { kind, id, accountId: row.account_id, at: runAfter });
+      return true;
     });
   }
 

@@ -16,6 +16,12 @@ export interface TcpProxy {
    * afterwards, as after cut(), unless `refuse` is false.
    */
   cutAfter(bytes: number, options?: { refuse?: boolean }): void;
+  /**
+   * The next client packet whose text matches `pattern` reaches the target, but nothing the target
+   * answers on that connection is passed back: after `holdMs` the connection is reset both ways.
+   * A statement that commits and loses its answer, as a dropped connection does. Resolves once done.
+   */
+  dropAnswerTo(pattern: RegExp, holdMs?: number): Promise<void>;
   /** Forwards new connections again. */
   restore(): void;
   close(): Promise<void>;
@@ -38,6 +44,8 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
   // Bytes still to forward before the armed cut; undefined when none is armed.
   let cutIn: number | undefined;
   let refuseAfterCut = true;
+  // The armed answer drop: the pattern to wait for, and what to call once the connection is reset.
+  let dropArmed: { pattern: RegExp; holdMs: number; done: () => void } | undefined;
   const cut = (refuse: boolean) => {
     cutIn = undefined;
     if (refuse) open = false;
@@ -65,6 +73,19 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
       });
     }
     client.on('data', (data: Buffer) => {
+      if (dropArmed?.pattern.test(data.toString('latin1'))) {
+        const { holdMs, done } = dropArmed;
+        dropArmed = undefined;
+        upstream.unpipe(client);
+        upstream.on('data', () => {}); // read and thrown away
+        upstream.write(data);
+        setTimeout(() => {
+          client.resetAndDestroy();
+          upstream.resetAndDestroy();
+          done();
+        }, holdMs);
+        return;
+      }
       let forward = data;
       if (cutIn !== undefined) {
         if (data.length >= cutIn) {
@@ -103,6 +124,11 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
     },
     restore() {
       open = true;
+    },
+    dropAnswerTo(pattern, holdMs = 300) {
+      return new Promise((resolve) => {
+        dropArmed = { pattern, holdMs, done: resolve };
+      });
     },
     close() {
       for (const socket of sockets) socket.destroy();

@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pollResult, submitFetch, waitUntil } from '../helpers/client.js';
-import { asBlob, randomContent, uploadForm } from '../helpers/content.js';
+import { asBlob, randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
@@ -96,5 +96,41 @@ describe('a database outage', { skip: onPostgres ? false : 'SQLite runs in the p
       body: uploadForm(randomContent(1024)),
     });
     assert.equal(upload.status, 201);
+  });
+});
+
+describe('a claim that loses its answer', {
+  skip: onPostgres ? false : 'SQLite runs in the process',
+}, () => {
+  test('the job is put back at once, not left to its lease, and finishes once', async (t) => {
+    const dataDir = tempDir();
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const database = new URL(storeEnv(dataDir).ASSAY_DATABASE_URL ?? '');
+    const proxy = await startTcpProxy(database.hostname, Number(database.port));
+    t.after(() => proxy.close());
+    database.host = proxy.address;
+    const content = randomContent(2048);
+    const remote = await startLocalServer((_request, response) => response.end(content));
+    t.after(() => remote.close());
+    const svc = await buildService(t, {
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_DATABASE_URL: database.href,
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      ASSAY_JOB_LEASE: '60',
+    });
+    // The claim's conditional update (JobRepository.claim) reaches PostgreSQL and commits; its
+    // answer is lost with the connection.
+    const dropped = proxy.dropAnswerTo(/update "jobs" set "state" = \$1, "attempts" = \$2/);
+    const started = Date.now();
+    const id = await submitFetch(svc.url, svc.auth, `${remote.url}/file.bin`);
+    await dropped;
+    const result = await pollResult(svc.url, svc.auth, id, 30_000);
+    const tookMs = Date.now() - started;
+    t.diagnostic(`result ${tookMs} ms after the submission (lease 60 s)`);
+    assert.deepEqual(result.findings, []);
+    assert.equal(result.checksum, sha1(content));
+    assert.ok(tookMs < 20_000, `finished in ${tookMs} ms, well within the 60 s lease`);
+    assert.equal(remote.requests.length, 1, 'downloaded once: the lost claim never ran');
   });
 });
