@@ -51,19 +51,48 @@ export function requestForLog(request: FastifyRequest) {
   };
 }
 
+/** `scheme://user:password@`: the password of a URL (a database's, a bucket's) never reaches a log. */
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/@]*:)[^\s/@]*@/gi;
+
+/** Token paths and URL passwords out of free text. */
+function redactLogText(text: string): string {
+  return redactText(text).replace(URL_PASSWORD, '$1[redacted]@');
+}
+
+/** How deep causes are followed. */
+const MAX_CAUSE_DEPTH = 5;
+
 /**
- * pino's error serializer, with token paths out of the message and stack, and without the raw
- * bytes of a request Node could not parse (they hold its request line and headers).
+ * An error's fields fit for a log: text (redacted), numbers, booleans and causes. Objects hung on an
+ * error are left out: pg-pool hangs the whole client on a lost connection's error, and pg-boss
+ * spreads errors into plain objects, and such objects can hold connection settings.
+ */
+function loggableFields(record: object, depth: number): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(record)) {
+    if (name === 'rawPacket') continue; // the bytes of a request Node could not parse
+    if (typeof value === 'string') fields[name] = redactLogText(value);
+    else if (typeof value === 'number' || typeof value === 'boolean' || value === null) {
+      fields[name] = value;
+    } else if (depth < MAX_CAUSE_DEPTH && name === 'cause' && typeof value === 'object') {
+      fields[name] = loggableFields(value, depth + 1);
+    } else if (depth < MAX_CAUSE_DEPTH && name === 'aggregateErrors' && Array.isArray(value)) {
+      fields[name] = value.map((item: unknown) =>
+        typeof item === 'object' && item !== null ? loggableFields(item, depth + 1) : item,
+      );
+    }
+  }
+  return fields;
+}
+
+/**
+ * pino's error serializer, keeping only what is safe to log: token paths and URL passwords out of
+ * the text, without the raw bytes of a request Node could not parse (they hold its request line
+ * and headers), and without objects hung on the error. Plain objects logged as errors (pg-boss
+ * emits some) are treated alike.
  */
 export function errorForLog(error: unknown): unknown {
-  if (!(error instanceof Error)) return error;
-  const { rawPacket: _raw, ...serialized } = stdSerializers.err(error) as ReturnType<
-    typeof stdSerializers.err
-  > & { rawPacket?: unknown };
-  const redacted = (text: unknown) => (typeof text === 'string' ? redactText(text) : text);
-  return {
-    ...serialized,
-    message: redacted(serialized.message),
-    stack: redacted(serialized.stack),
-  };
+  if (typeof error === 'string') return redactLogText(error);
+  if (typeof error !== 'object' || error === null) return error;
+  return loggableFields(error instanceof Error ? stdSerializers.err(error) : error, 0);
 }

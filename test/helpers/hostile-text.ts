@@ -13,6 +13,7 @@ import {
   looksLikeHtml,
   TEXT_RULES,
 } from '../../src/engines/text-type.js';
+import { errorForLog } from '../../src/http/log-redaction.js';
 
 type Generator = (size: number) => string;
 
@@ -137,6 +138,17 @@ const HTML_TEXT_INPUTS: Generator[] = [
   (size) => `&#x${fill('f', size)}`,
 ];
 
+/** Error text on its way to the log: URLs with and without passwords, token paths. */
+const LOG_TEXT_INPUTS: Generator[] = [
+  (size) => `a://x:${fill('y', size)}`,
+  (size) => fill('a://x:', size),
+  (size) => fill('postgres://', size),
+  (size) => `http://${fill(':', size)}`,
+  (size) => `s3://${fill('u:', size)}@`,
+  (size) => fill('/auth/tokens/', size),
+  (size) => fill('%', size),
+];
+
 export interface TextPath {
   name: string;
   inputs: Generator[];
@@ -164,6 +176,11 @@ export function textPaths(): TextPath[] {
       run: (input) => classifyText(Buffer.from(input), true),
     },
     { name: 'HTML text extraction', inputs: HTML_TEXT_INPUTS, run: htmlText },
+    {
+      name: 'log redaction',
+      inputs: LOG_TEXT_INPUTS,
+      run: (input) => errorForLog(new Error(input)),
+    },
   ];
 }
 

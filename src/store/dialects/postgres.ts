@@ -31,6 +31,8 @@ export async function openPostgresStore(
 ): Promise<Store> {
   const pool = new pg.Pool({
     connectionString: url,
+    // Tells the store's connections from pg-boss's (assay-dispatch) in pg_stat_activity.
+    application_name: 'assay-store',
     max: options.poolSize,
     types,
     // A request waits at most this long for a connection; a server that is down answers at once.
