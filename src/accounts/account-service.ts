@@ -230,7 +230,7 @@ export class AccountService {
     const erasure = await this.store.transaction((store) => store.accounts.erase(id));
     this.forgetAll();
     if (erasure === null) return null;
-    for (const key of erasure.spoolKeys) await removeSpooled(key);
+    for (const key of [...erasure.spoolKeys, ...erasure.downloadKeys]) await removeSpooled(key);
     return erasure;
   }
 

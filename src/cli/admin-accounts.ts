@@ -157,7 +157,7 @@ export function registerAccountCommands(admin: Command): void {
           .deleteAccount(id, (key) => spool.remove(key))
           .finally(() => spool.close());
         if (erased === null) throw new InvalidArgumentError(`no account ${id}`);
-        const { spoolKeys, ...counts } = erased;
+        const { spoolKeys, downloadKeys: _downloads, ...counts } = erased;
         console.log(
           `${id} deleted: ${counts.keys} keys, ${counts.tokens} tokens, ${counts.users} users, ` +
             `${counts.results} results, ${counts.traceEvents} trace events, ${counts.jobs} pending jobs, ` +

@@ -28,7 +28,13 @@ export interface AccountErasure {
   traceEvents: number;
   jobs: number;
   callbacks: number;
+  /** Content spooled for the account's jobs. */
   spoolKeys: string[];
+  /**
+   * Where its fetches still downloading spool (their ids): removed if there yet; a worker that
+   * finishes such a download finds the job gone and removes what it spooled.
+   */
+  downloadKeys: string[];
 }
 
 export interface ApiKey {

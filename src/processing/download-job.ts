@@ -27,12 +27,21 @@ export class DownloadJob implements JobWork {
       // The scan reads the file.
       spoolDone: false,
       next: 'scan',
-      record: () =>
-        this.store.transaction(async (store) => {
+      record: async () => {
+        const moved = await this.store.transaction(async (store) => {
+          if (!(await store.jobs.downloaded(job.id, spooled, new Date().toISOString()))) {
+            return false;
+          }
           const { message, timestamp } = spooled.downloaded;
           await store.trace.append(job.id, message, timestamp);
-          await store.jobs.downloaded(job.id, spooled, new Date().toISOString());
-        }),
+          return true;
+        });
+        // Erased while it downloaded (its account deleted): nothing will read or sweep soon what
+        // it spooled, which no row names (issue 25). Another worker's claim keeps its row.
+        if (!moved && (await this.store.jobs.find(job.id)) === null) {
+          await this.spool.remove(spooled.key);
+        }
+      },
     };
   }
 }

@@ -91,7 +91,7 @@ export class AccountRepository {
     if ((await this.find(id)) === null) return null;
     const jobs = await this.db
       .selectFrom('jobs')
-      .select(['id', 'spool_key'])
+      .select(['id', 'kind', 'stage', 'spool_key'])
       .where('account_id', '=', id)
       .execute();
     const count = (result: { numDeletedRows: bigint }[]) =>
@@ -118,6 +118,9 @@ export class AccountRepository {
       keys: await remove('api_keys'),
       users: await remove('users'),
       spoolKeys: jobs.flatMap((job) => (job.spool_key === null ? [] : [job.spool_key])),
+      downloadKeys: jobs.flatMap((job) =>
+        job.kind === 'fetch' && job.stage === 'download' ? [job.id] : [],
+      ),
     };
     await this.db.deleteFrom('accounts').where('id', '=', id).execute();
     return erasure;

@@ -206,10 +206,15 @@ export class JobRepository {
 
   /**
    * A claimed fetch whose content is now in the spool moves to the scan stage, due at once. Its
-   * attempt is refunded: the download worked, and the scan's claim counts one of its own.
+   * attempt is refunded: the download worked, and the scan's claim counts one of its own. False
+   * when no such job is being downloaded (its account was erased meanwhile, say).
    */
-  async downloaded(id: string, spool: { key: string; size: number }, now: string): Promise<void> {
-    await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+  async downloaded(
+    id: string,
+    spool: { key: string; size: number },
+    now: string,
+  ): Promise<boolean> {
+    return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       const row = await db
         .updateTable('jobs')
         .set((eb) => ({
@@ -225,9 +230,9 @@ export class JobRepository {
         .where('stage', '=', 'download')
         .returning('account_id')
         .executeTakeFirst();
-      if (row !== undefined) {
-        await announce(db, dispatch, { kind: 'scan', id, accountId: row.account_id, at: now });
-      }
+      if (row === undefined) return false;
+      await announce(db, dispatch, { kind: 'scan', id, accountId: row.account_id, at: now });
+      return true;
     });
   }
 

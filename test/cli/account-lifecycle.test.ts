@@ -5,13 +5,14 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { assayCli } from '../helpers/cli.js';
-import { pollResult } from '../helpers/client.js';
+import { pollResult, submitFetch, waitUntil } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import {
   basic,
   buildService,
   credentialsRefreshed,
+  spoolOf,
   type TestService,
   useSharedClamd,
 } from '../helpers/service.js';
@@ -118,5 +119,43 @@ describe('assay admin account disable, enable and delete', () => {
       otherResult.id,
       "another account's results stay",
     );
+  });
+});
+
+describe('a job running when its account is deleted', () => {
+  test('a fetch downloading then leaves nothing in the spool and writes nothing', async (t) => {
+    let answer: (() => void) | undefined;
+    const remote = await startLocalServer(
+      (_request, response) =>
+        new Promise<void>((resolve) => {
+          answer = () => {
+            response.end(randomBytes(64 * 1024));
+            resolve();
+          };
+        }),
+    );
+    t.after(() => remote.close());
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+    });
+    const id = await submitFetch(svc.url, svc.auth, `${remote.url}/file.bin`);
+    await waitUntil('the download started', () => remote.requests.length === 1);
+    const deleted = assayCli(svc.dataDir, ['admin', 'account', 'delete', svc.accountId, '--yes']);
+    assert.equal(deleted.status, 0, deleted.stderr);
+    answer?.(); // the download ends after the account is gone
+    await waitUntil(
+      'the worker is done with the job',
+      async () => {
+        const ready = (await (await fetch(`${svc.url}/health/ready`)).json()) as {
+          queue: { running: number };
+        };
+        return ready.queue.running === 0;
+      },
+      10_000,
+    );
+    assert.deepEqual(spoolOf(svc.dataDir), [], 'what it downloaded is removed');
+    assert.deepEqual(await svc.store.trace.list(id), [], 'no trace line of the erased job');
+    assert.equal(await svc.store.jobs.find(id), null);
   });
 });
