@@ -28,6 +28,10 @@ export interface Config {
   headerBrand: string;
   hostId: string;
   clamd: ClamdSetting;
+  /** Official and third-party ClamAV databases ('' for none): loaded, or watched for changes. */
+  clamdDatabaseDir: string;
+  /** How long an external clamd may take to load a changed database. */
+  clamdSelfCheckMs: number;
   bootstrapCredentials: BootstrapCredentials | null;
   findingsStyle: FindingsStyle;
   logLevel: LogLevel;

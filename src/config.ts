@@ -75,6 +75,10 @@ function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): 
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
+function optionalPath(raw: string): string {
+  return raw === '' ? '' : resolve(raw);
+}
+
 function clamd(env: Env): ClamdSetting {
   const raw = read(env, 'ASSAY_CLAMD');
   if (raw === 'managed') return { mode: 'managed' };
@@ -302,6 +306,8 @@ export function loadConfig(env: Env = process.env): Config {
     headerBrand: headerBrand(env),
     hostId: hostId(env),
     clamd: clamd(env),
+    clamdDatabaseDir: optionalPath(read(env, 'ASSAY_CLAMD_DATABASE_DIR')),
+    clamdSelfCheckMs: integer(env, 'ASSAY_CLAMD_SELFCHECK', 0, 7 * 86_400) * 1000,
     bootstrapCredentials: bootstrapCredentials(env),
     findingsStyle: oneOf(env, 'ASSAY_FINDINGS_STYLE', ['content', 'av'] as const),
     fetchAllow: fetchAllow(env),

@@ -5,6 +5,7 @@ import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
+import { clamdDatabasesVersion } from './engines/clamav/clamd-databases.js';
 import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
@@ -80,7 +81,11 @@ export function engineCapacity(config: Config): number {
 }
 
 /** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
-export async function startClamd(config: Config, logger: Logger): Promise<ManagedClamd | null> {
+export async function startClamd(
+  config: Config,
+  logger: Logger,
+  onLoadChange?: () => void,
+): Promise<ManagedClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
   if (clamdPath === null) {
@@ -92,7 +97,9 @@ export async function startClamd(config: Config, logger: Logger): Promise<Manage
     dataDir: config.dataDir,
     clamdPath,
     maxFileSize: engineCapacity(config),
+    systemDatabaseDir: config.clamdDatabaseDir,
     logger: logger.child({ component: 'clamd' }),
+    onLoadChange,
   });
   await managed.start();
   return managed;
@@ -118,6 +125,7 @@ function clamdInDataDir(config: Config): boolean {
 export function engineVersions(
   config: Config,
   clamd: ClamdClient,
+  databasesVersion: () => Promise<string>,
   engines: readonly ContentEngine[],
   store: Store,
 ): EngineVersions {
@@ -133,6 +141,8 @@ export function engineVersions(
       const version = await clamd.version();
       return `clamd ${version.engine}/${version.databaseVersion}/${version.databaseDate?.toISOString()}`;
     },
+    // Every database clamd loads (VERSION names only the official daily one).
+    async () => `databases ${await databasesVersion()}`,
     async () => `store ${await store.engineVersions.describe()}`,
   ]);
 }
@@ -215,19 +225,26 @@ export async function startService(
     await dispatch?.start();
     await tokenPurge.start();
     await requestLimits.start();
-    managedClamd = await startClamd(config, logger);
-    clamd = new ClamdClient(
+    // A load of the managed clamd's databases is seen at once here (other processes: within 1 s).
+    let versions: EngineVersions | null = null;
+    managedClamd = await startClamd(config, logger, () => versions?.changed());
+    const clamdAddress =
       managedClamd?.address ??
-        parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : ''),
-      { idleTimeoutMs: testHooks.clamdIdleTimeoutMs },
+      parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : '');
+    clamd = new ClamdClient(clamdAddress, { idleTimeoutMs: testHooks.clamdIdleTimeoutMs });
+    const databasesVersion = clamdDatabasesVersion(
+      clamdAddress,
+      config.clamdDatabaseDir,
+      config.clamdSelfCheckMs,
     );
+    versions = engineVersions(config, clamd, databasesVersion, engines, store);
     detector = await ContentTypeDetector.create(
       (message) => logger.warn(message),
       testHooks.detector,
     );
     const verdictCache = new VerdictCache(
       store,
-      engineVersions(config, clamd, engines, store),
+      versions,
       { mode: config.verdictCache, ttlMs: config.verdictCacheTtlMs },
       logger.child({ component: 'verdict-cache' }),
     );
@@ -327,6 +344,7 @@ export async function startService(
           spool,
           Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
           runsJobs ? new QueueStatus(store, jobs) : null,
+          databasesVersion,
         ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),

@@ -18,6 +18,14 @@ export const SETTINGS = {
   ASSAY_HEADER_BRAND: { default: 'Service', doc: 'Brand word in `X-<Brand>-Host-Id`.' },
   ASSAY_HOST_ID: { default: '', doc: 'Host id header value; default: hash of the hostname.' },
   ASSAY_CLAMD: { default: 'managed', doc: '`managed`, a unix socket path or `tcp://host:port`.' },
+  ASSAY_CLAMD_DATABASE_DIR: {
+    default: '/var/lib/clamav',
+    doc: "ClamAV's official and third-party databases (freshclam's directory): the managed clamd loads them beside Assay's own; for a clamd you run, a change there changes the verdict cache's key. Empty: none.",
+  },
+  ASSAY_CLAMD_SELFCHECK: {
+    default: '3600',
+    doc: "For a clamd you run: seconds it may take to load a changed database (its SelfCheck; 3600 in Debian's clamd.conf). Verdicts are neither reused nor stored for that long after ASSAY_CLAMD_DATABASE_DIR changes.",
+  },
   ASSAY_BOOTSTRAP_CREDENTIALS: { default: '', doc: '`key:secret` created at start if absent.' },
   ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },

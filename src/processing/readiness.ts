@@ -13,7 +13,14 @@ export class Readiness {
     private readonly uploadBytes: number,
     /** The queue as this process works it; null when it runs no jobs (role `api`). */
     private readonly queue: QueueStatus | null,
+    /** The version of every database clamd has loaded (throws while it is loading them). */
+    private readonly databasesVersion: () => Promise<string> = async () => 'none',
   ) {}
+
+  /** What clamd has loaded; null while it loads or a change on disk is not loaded yet. */
+  databases(): Promise<string | null> {
+    return this.databasesVersion().catch(() => null);
+  }
 
   /** Whether this process runs jobs, so its readiness reports the queue. */
   get runsJobs(): boolean {

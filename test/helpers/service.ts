@@ -49,6 +49,8 @@ export async function startSharedClamd(maxFileSize = 200 * 1024 * 1024): Promise
     dataDir,
     clamdPath,
     maxFileSize,
+    // Assay's own databases only: what the machine has in /var/lib/clamav is not the tests'.
+    systemDatabaseDir: join(dataDir, 'no-official-databases'),
     logger: quietLogger,
   });
   await clamd.start();

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, rmSync, statSync } from 'node:fs';
-import { copyFile, mkdir, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -11,6 +11,8 @@ import {
   ClamdClient,
   VERDICT_MARGIN_MS,
 } from './clamd-client.js';
+import { databaseFiles } from './clamd-databases.js';
+import { ClamdLoads, reloadClamd } from './clamd-loads.js';
 import { ownSignaturesDir } from './signatures.js';
 
 export interface ClamdLogger {
@@ -30,6 +32,10 @@ export interface ManagedClamdOptions {
   systemDatabaseDir?: string;
   logger: ClamdLogger;
   startTimeoutMs?: number;
+  /** clamd's SelfCheck: how often it looks for changed databases and reloads them. Default 600. */
+  selfCheckSeconds?: number;
+  /** Told when what clamd has loaded changes (a load begins or ends), to read versions again. */
+  onLoadChange?: () => void;
 }
 
 /** The limits written to clamd.conf, in bytes. */
@@ -49,9 +55,6 @@ const RESTART_DELAY_MAX_MS = 10_000;
 const STABLE_RUN_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
 const OUTPUT_TAIL_LINES = 20;
-// What libclamav loads from a database directory (CLI_DBEXT in libclamav/readdb.h).
-const DATABASE_FILE =
-  /\.(?:db|hdb|hdu|fp|mdb|mdu|hsb|hsu|sfp|msb|msu|ndb|ndu|ldb|ldu|sdb|zmd|rmd|pdb|gdb|wdb|cbc|ftm|cfg|cvd|cld|cud|cdb|cat|crb|idb|ioc|yar|yara|pwdb|ign|ign2|imp)$/i;
 const SETPRIV = '/usr/bin/setpriv';
 
 function isExecutableFile(path: string): boolean {
@@ -89,6 +92,8 @@ interface Child {
   startedAt: number;
   exited: Promise<string>;
   exit: string | undefined;
+  /** It answered PING: its first load is done. */
+  answered: boolean;
 }
 
 /** Assay's own clamd: a foreground child with its own config and database, restarted if it dies. */
@@ -99,6 +104,9 @@ export class ManagedClamd {
   private readonly dir: string;
   private readonly socketPath: string;
   private readonly configPath: string;
+  private readonly dbDir: string;
+  /** What clamd has loaded, for the verdict cache's key. */
+  private readonly loads: ClamdLoads;
   private readonly outputTail: string[] = [];
   private child: Child | undefined;
   private running = false;
@@ -114,6 +122,12 @@ export class ManagedClamd {
     this.dir = join(resolve(options.dataDir), 'clamd');
     this.socketPath = join(this.dir, 'clamd.sock');
     this.configPath = join(this.dir, 'clamd.conf');
+    this.dbDir = join(this.dir, 'db');
+    this.loads = new ClamdLoads(this.dir, this.dbDir, {
+      logger: options.logger,
+      onLoadChange: options.onLoadChange,
+      reload: () => reloadClamd(this.socketPath, options.logger),
+    });
     this.address = { kind: 'unix', path: this.socketPath };
     this.limits = clamdLimits(options.maxFileSize);
   }
@@ -134,9 +148,11 @@ export class ManagedClamd {
       throw new Error(`clamd cannot use a data dir with blanks: ${this.dir}`);
     const startedAt = Date.now();
     await this.prepareFiles();
+    const before = await this.loads.starting();
     process.on('exit', this.killOnExit);
     try {
       await this.waitUntilAnswering(this.spawnChild());
+      await this.loads.settle(before);
     } catch (error) {
       await this.stop();
       throw error;
@@ -164,7 +180,7 @@ export class ManagedClamd {
 
   private async prepareFiles(): Promise<void> {
     const tmpDir = join(this.dir, 'tmp');
-    const dbDir = join(this.dir, 'db');
+    const dbDir = this.dbDir;
     // Rebuilt at every start: leftovers of a killed clamd and links to removed databases go.
     await rm(tmpDir, { recursive: true, force: true });
     await rm(dbDir, { recursive: true, force: true });
@@ -227,7 +243,7 @@ ReadTimeout ${readTimeoutSeconds}
 # A scan that takes longer is reported as Heuristics.Limits.Exceeded.MaxScanTime (see below);
 # Assay's client waits for the verdict a little longer than this, so clamd's answer comes first.
 MaxScanTime ${CLAMD_MAX_SCAN_TIME_MS}
-SelfCheck 600
+SelfCheck ${this.options.selfCheckSeconds ?? 600}
 # A concurrent reload would need twice the memory of the official databases.
 ConcurrentDatabaseReload no
 StreamMaxLength ${this.limits.streamMaxLength}
@@ -258,6 +274,7 @@ AlertExceedsMax yes
         settle = resolve;
       }),
       exit: undefined,
+      answered: false,
     };
     const gone = (exit: string): void => {
       if (state.exit !== undefined) return;
@@ -279,6 +296,8 @@ AlertExceedsMax yes
 
   private onOutput(line: string): void {
     if (line.trim() === '') return;
+    // (The first load of each clamd is the start's, settled once it answers.)
+    if (this.child?.answered === true) this.loads.onOutput(line);
     this.outputTail.push(line);
     if (this.outputTail.length > OUTPUT_TAIL_LINES) this.outputTail.shift();
     const log = /\b(?:error|warning)\b/i.test(line)
@@ -304,12 +323,24 @@ AlertExceedsMax yes
     this.options.logger.warn({ ...details, restartInMs: delayMs }, 'clamd stopped; restarting');
     this.restartTimer = setTimeout(() => {
       if (!this.running) return;
-      try {
-        this.options.logger.warn({ pid: this.spawnChild().process.pid }, 'clamd restarted');
-      } catch (error) {
-        // spawn() throws for some errors (e.g. ENOMEM) instead of emitting 'error'.
-        this.scheduleRestart({ error: String(error) });
-      }
+      this.loads.enqueue(async () => {
+        const before = await this.loads.starting();
+        if (!this.running) return;
+        let child: Child;
+        try {
+          child = this.spawnChild();
+        } catch (error) {
+          // spawn() throws for some errors (e.g. ENOMEM) instead of emitting 'error'.
+          this.scheduleRestart({ error: String(error) });
+          return;
+        }
+        this.options.logger.warn({ pid: child.process.pid }, 'clamd restarted');
+        // Settled once it answers; if it dies first, onExit schedules the next restart.
+        void this.waitUntilAnswering(child).then(
+          () => this.loads.enqueue(() => this.loads.settle(before)),
+          () => {},
+        );
+      });
     }, delayMs);
   }
 
@@ -325,6 +356,7 @@ AlertExceedsMax yes
     while (child.exit === undefined) {
       try {
         await client.ping();
+        child.answered = true;
         return;
       } catch {
         // Not up yet.
@@ -342,22 +374,4 @@ AlertExceedsMax yes
   private describeOutput(): string {
     return this.outputTail.length > 0 ? this.outputTail.join(' | ') : '(no output)';
   }
-}
-
-async function databaseFiles(dir: string): Promise<{ name: string; path: string }[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-  const files: { name: string; path: string }[] = [];
-  for (const name of names.sort()) {
-    if (!DATABASE_FILE.test(name)) continue;
-    const path = join(dir, name);
-    // stat follows links, as clamd will.
-    if ((await stat(path).catch(() => null))?.isFile()) files.push({ name, path });
-  }
-  return files;
 }

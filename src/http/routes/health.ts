@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ClamdVersion } from '../../engines/clamav/clamd-client.js';
 import { ownSignaturesVersion } from '../../engines/clamav/signatures.js';
 
-function describeClamav(version: ClamdVersion, ownVersion: string) {
+function describeClamav(version: ClamdVersion, ownVersion: string, databases: string | null) {
   const date = version.databaseDate;
   return {
     name: 'clamav',
@@ -13,6 +13,9 @@ function describeClamav(version: ClamdVersion, ownVersion: string) {
     signatures_date: date?.toISOString() ?? null,
     signatures_age_seconds: date === null ? null : Math.round((Date.now() - date.getTime()) / 1000),
     own_signatures_version: ownVersion,
+    // Every database clamd has loaded (official, third-party, Assay's own) as one digest; null
+    // while it loads them, or while a changed file waits for its SelfCheck.
+    databases_version: databases,
   };
 }
 
@@ -38,7 +41,10 @@ export default async function health(app: FastifyInstance) {
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck, diskCheck, queueCheck] = await readiness.check();
+    const [[storeCheck, clamdCheck, diskCheck, queueCheck], databases] = await Promise.all([
+      readiness.check(),
+      readiness.databases(),
+    ]);
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
@@ -56,7 +62,9 @@ export default async function health(app: FastifyInstance) {
     return reply.code(problems.length === 0 ? 200 : 503).send({
       status: problems.length === 0 ? 'ready' : 'not ready',
       engines:
-        clamdCheck.status === 'fulfilled' ? [describeClamav(clamdCheck.value, ownVersion)] : [],
+        clamdCheck.status === 'fulfilled'
+          ? [describeClamav(clamdCheck.value, ownVersion, databases)]
+          : [],
       problems,
       // A process that runs jobs says how far behind the queue is (null: the store did not answer).
       ...(readiness.runsJobs
