@@ -1,9 +1,10 @@
 /**
- * Hostile inputs for every path that reads untrusted text (type classification and HTML
- * stripping), and a timing harness. The harness runs in a worker thread: a super-linear path
+ * Hostile inputs for every path that reads untrusted text (type classification, HTML
+ * stripping, the language detector's name rule), and a timing harness. The harness runs in a worker thread: a super-linear path
  * freezes only the worker, which the test terminates at its deadline and reports by name.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { htmlText } from '../../src/engines/nsfw-language/extract.js';
 import {
   classifyText,
@@ -137,6 +138,20 @@ const HTML_TEXT_INPUTS: Generator[] = [
   (size) => `&#x${fill('f', size)}`,
 ];
 
+/**
+ * The language detector's reading of names (names.ts): every token a name term's neighbour,
+ * each waiting on the next ("Nègre, Nègre, ..."), and given names longer than any word.
+ */
+const NAME_INPUTS: Generator[] = [
+  (size) => fill('Jérôme Nègre ', size),
+  (size) => fill('Nègre, ', size),
+  (size) => fill('Nègre, J. ', size),
+  (size) => fill('Sale Nègre ! ', size),
+  (size) => fill('J. NÈGRE Dick ', size),
+  (size) => `${fill('Jé', size)} Nègre`,
+  (size) => fill(`J${'é'.repeat(150)} Nègre, J${'é'.repeat(150)} `, size),
+];
+
 export interface TextPath {
   name: string;
   inputs: Generator[];
@@ -146,6 +161,7 @@ export interface TextPath {
 /** Every path that reads untrusted text, with its hostile inputs. */
 export function textPaths(): TextPath[] {
   const utf8 = (input: string) => isUtf8Text(Buffer.from(input));
+  const languages = new LanguageDetector(); // built here: its lexicon is not what is timed
   return [
     ...TEXT_RULES.map((rule) => ({
       name: `rule ${rule.name}`,
@@ -164,6 +180,7 @@ export function textPaths(): TextPath[] {
       run: (input) => classifyText(Buffer.from(input), true),
     },
     { name: 'HTML text extraction', inputs: HTML_TEXT_INPUTS, run: htmlText },
+    { name: 'language names', inputs: NAME_INPUTS, run: (input) => languages.detect(input) },
   ];
 }
 

@@ -1,7 +1,8 @@
 import { foldCompatibilityForms, forEachToken, isTitlecase, mixedCase } from './chunks.js';
-import { ENGLISH_INNOCENT, ENGLISH_NAMES, englishWords } from './english-words.js';
+import { ENGLISH_INNOCENT, englishWords } from './english-words.js';
 import { Lexicon, type LexiconEntry, type Run, type TrieNode, wordRuns } from './lexicon.js';
 import { type DetectionResult, type LanguageMatch, MatchWindow } from './match-window.js';
+import { exclaimed, isCapitals, isGivenName, isInitial, type NameKind, nameKind } from './names.js';
 import { OTHER_INNOCENT, otherLanguageWords } from './word-lists.js';
 
 export type { DetectionResult, LanguageMatch } from './match-window.js';
@@ -18,6 +19,8 @@ const PHRASE_GAP = /^[\s'’.,-]{1,3}$/;
 /** What separates a name from the next ("Dick Fowles"), or an initial from a name ("K. Dick"). */
 const NAME_GAP = ' ';
 const INITIAL_GAP = '. ';
+/** What separates a surname put first from the given name ("Nègre, Jérôme"). */
+const INVERTED_GAP = ', ';
 const POSSESSIVE = /^['’]$/;
 /** Letters spelt apart ("f u c k", "s.h.i.t", "f-u-c-k"): at most this much between them. */
 const MAX_SPELT_GAP = 3;
@@ -58,8 +61,13 @@ class Scan {
   private previousEnd = -1;
   /** Stems found in the token being read (reused: most tokens have none). */
   private readonly stems: LexiconEntry[][] = [];
-  /** A name-like match ("Dick") waiting for the next token: a name after it makes it innocent. */
-  private nameBefore: { start: number; end: number } | null = null;
+  /** Whether the token before had matches: a listed word is never a given name. */
+  private previousListed = false;
+  /**
+   * A name term written as a name but after no given name ("Dick", "Nègre"), waiting for the
+   * next token: a name after it ("Dick Fowles", "Nègre, Jérôme") makes it innocent.
+   */
+  private nameBefore: { start: number; end: number; kind: NameKind } | null = null;
 
   constructor(
     private readonly text: string,
@@ -94,21 +102,44 @@ class Scan {
     this.previousStart = data ? -1 : start;
     this.previousEnd = data ? -1 : end;
     const name = this.nameBefore;
-    if (name !== null) {
-      this.nameBefore = null;
-      const between = this.gap(previousEnd, start);
-      if (
-        (between === NAME_GAP && isTitlecase(this.text, start, end)) ||
-        (POSSESSIVE.test(between ?? '') && this.text.slice(start, end) === 's')
-      ) {
-        this.innocent(name.start, name.end);
-      }
-    }
+    this.nameBefore = null;
+    const matchesBefore = this.matches.length;
     if (data) {
       this.endSpelt();
       this.pending = NONE;
-      return;
+    } else {
+      this.readToken(start, end, previousStart, previousEnd);
     }
+    // Matches of this token, not of letters spelt apart before it.
+    let listed = false;
+    for (let index = matchesBefore; index < this.matches.length; index++) {
+      if ((this.matches[index] as LanguageMatch).start >= start) listed = true;
+    }
+    if (name !== null) this.nameAfter(name, start, end, this.gap(previousEnd, start), listed);
+    this.previousListed = listed;
+  }
+
+  /** The token after a name term written as a name (`name`): innocent if it is a name too. */
+  private nameAfter(
+    name: { start: number; end: number; kind: NameKind },
+    start: number,
+    end: number,
+    between: string | null,
+    listed: boolean,
+  ): void {
+    const text = this.text;
+    const isName =
+      name.kind === 'given'
+        ? (between === NAME_GAP && isTitlecase(text, start, end)) ||
+          (POSSESSIVE.test(between ?? '') && text.slice(start, end) === 's')
+        : between === INVERTED_GAP &&
+          (isGivenName(text, start, end, listed) ||
+            (isInitial(text, start, end) && text[end] === '.'));
+    if (isName) this.innocent(name.start, name.end);
+  }
+
+  /** A token that is not data: letters spelt apart, phrases going on, the word itself. */
+  private readToken(start: number, end: number, previousStart: number, previousEnd: number): void {
     let pending = NONE;
     if (this.pending.length > 0) {
       const between = this.gap(previousEnd, start);
@@ -174,21 +205,31 @@ class Scan {
       }
     }
     if (this.matches.length > matchesBefore) {
-      this.checkName(this.matches[matchesBefore] as LanguageMatch, previousStart, previousEnd);
+      this.checkName(this.matches.slice(matchesBefore), previousStart, previousEnd);
     }
   }
 
-  /** A match of a name-like term written as a name, after or before another name, is innocent. */
-  private checkName(match: LanguageMatch, previousStart: number, previousEnd: number): void {
-    if (!ENGLISH_NAMES.has(match.term) || !isTitlecase(this.text, match.start, match.end)) return;
-    const gap = this.gap(previousEnd, match.start);
+  /**
+   * A token matching a name term (names.ts) written as a name: innocent after a given name or an
+   * initial ("Dick" in "Philip Dick", "Nègre" in "Jérôme Nègre", "J. Nègre", "Jérôme NÈGRE");
+   * else it may be a name put first ("Dick Fowles", "Nègre, Jérôme"): the next token tells.
+   * Never with "!" after it: a name called out that way is the insult ("Nègre !").
+   */
+  private checkName(found: LanguageMatch[], previousStart: number, previousEnd: number): void {
+    const kind = nameKind(found);
+    const match = found[0];
+    if (kind === null || match === undefined || exclaimed(this.text, match.end)) return;
+    const { start, end } = match;
+    const titlecase = isTitlecase(this.text, start, end);
+    // Surnames in capitals after a given name, as French writes them.
+    if (!titlecase && !(kind === 'surname' && isCapitals(this.text, start, end))) return;
+    const gap = this.gap(previousEnd, start);
     const afterName =
-      gap === NAME_GAP || (gap === INITIAL_GAP && previousEnd - previousStart === 1);
-    if (afterName && isTitlecase(this.text, previousStart, previousEnd)) {
-      this.innocent(match.start, match.end);
-    } else {
-      this.nameBefore = { start: match.start, end: match.end };
-    }
+      (gap === NAME_GAP &&
+        isGivenName(this.text, previousStart, previousEnd, this.previousListed)) ||
+      (gap === INITIAL_GAP && isInitial(this.text, previousStart, previousEnd));
+    if (afterName) this.innocent(start, end);
+    else if (titlecase) this.nameBefore = { start, end, kind };
   }
 
   /** Letters spelt apart, read as one word when there are three or more. */
