@@ -20,6 +20,8 @@ const NAMES = [
   'Giovanni Verga pubblicò I Malavoglia nel 1881.',
   'Verga, Giovanni, Novelle rusticane, Torino, 1883.',
   'Dr. G. Verga, revisione delle bozze',
+  // A name wrapped at the end of a line, as copyright files' paragraphs are.
+  'Comment: the extension functions are by Jean-Pierre\n Nègre, the tests by Nègre,\n J. Dupont.',
   'Philip Dick and Murray Cumming, with notes by Dick Fowles.',
   // Adolf Fick and his law are innocent phrases, not the surname rule (names.ts says why).
   "Adolf Fick stated Fick's law of diffusion in 1855; das zweite Fick'sche Gesetz folgt.",
@@ -43,6 +45,8 @@ const INSULTS: Array<[string, string[]]> = [
   ['jérôme nègre', [FR]], // a name is written with capitals
   ['A Nègre', [FR]], // one letter is an initial only with its full stop
   ['Nègre Jérôme', [FR]], // a surname put first takes a comma
+  ['Jérôme\n\nNègre', [FR]], // a paragraph apart: one line break at most
+  ['Sale\n   Nègre', [FR]],
   ['Nègre, sale', [FR]],
   ['Nègre, Hé', [FR]],
   ['Jérôme Nègres', [FR]], // the plural is no surname

@@ -148,6 +148,8 @@ const NAME_INPUTS: Generator[] = [
   (size) => fill('Nègre, J. ', size),
   (size) => fill('Sale Nègre ! ', size),
   (size) => fill('J. NÈGRE Dick ', size),
+  (size) => fill('Jérôme\n        Nègre,\n J.\n', size),
+  (size) => `Jérôme${fill(' \n', size)}Nègre`,
   (size) => `${fill('Jé', size)} Nègre`,
   (size) => fill(`J${'é'.repeat(150)} Nègre, J${'é'.repeat(150)} `, size),
 ];

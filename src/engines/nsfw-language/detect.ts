@@ -16,11 +16,12 @@ const WRAPPING = new Set(['!', '|', '+', '*', '#', '%']);
 const MAX_TOKEN_CHARS = 200;
 /** What may separate the words of a listed phrase ("hijo de puta", "cul-de-sac", "K. Dick"). */
 const PHRASE_GAP = /^[\s'’.,-]{1,3}$/;
-/** What separates a name from the next ("Dick Fowles"), or an initial from a name ("K. Dick"). */
-const NAME_GAP = ' ';
-const INITIAL_GAP = '. ';
-/** What separates a surname put first from the given name ("Nègre, Jérôme"). */
-const INVERTED_GAP = ', ';
+/**
+ * Longest space between the parts of a name: one space, or a line break and its indentation
+ * ("Murray\n    Cumming" in a wrapped paragraph). After an initial it follows a full stop ("K.
+ * Dick"), after a surname put first a comma ("Nègre, Jérôme").
+ */
+const MAX_NAME_SPACE = 80;
 const POSSESSIVE = /^['’]$/;
 /** Letters spelt apart ("f u c k", "s.h.i.t", "f-u-c-k"): at most this much between them. */
 const MAX_SPELT_GAP = 3;
@@ -115,7 +116,7 @@ class Scan {
     for (let index = matchesBefore; index < this.matches.length; index++) {
       if ((this.matches[index] as LanguageMatch).start >= start) listed = true;
     }
-    if (name !== null) this.nameAfter(name, start, end, this.gap(previousEnd, start), listed);
+    if (name !== null) this.nameAfter(name, start, end, previousEnd, listed);
     this.previousListed = listed;
   }
 
@@ -124,18 +125,33 @@ class Scan {
     name: { start: number; end: number; kind: NameKind },
     start: number,
     end: number,
-    between: string | null,
+    previousEnd: number,
     listed: boolean,
   ): void {
     const text = this.text;
     const isName =
       name.kind === 'given'
-        ? (between === NAME_GAP && isTitlecase(text, start, end)) ||
-          (POSSESSIVE.test(between ?? '') && text.slice(start, end) === 's')
-        : between === INVERTED_GAP &&
+        ? (this.nameSpace(previousEnd, start) && isTitlecase(text, start, end)) ||
+          (POSSESSIVE.test(this.gap(previousEnd, start) ?? '') && text.slice(start, end) === 's')
+        : text[previousEnd] === ',' &&
+          this.nameSpace(previousEnd + 1, start) &&
           (isGivenName(text, start, end, listed) ||
             (isInitial(text, start, end) && text[end] === '.'));
     if (isName) this.innocent(name.start, name.end);
+  }
+
+  /** Whether [from, to) is a space between the parts of a name (see MAX_NAME_SPACE). */
+  private nameSpace(from: number, to: number): boolean {
+    if (from < 0 || to <= from || to - from > MAX_NAME_SPACE) return false;
+    const text = this.text;
+    if (to - from === 1) return text[from] === ' ' || text[from] === '\u00a0';
+    let breaks = 0;
+    for (let index = from; index < to; index++) {
+      const code = text.charCodeAt(index);
+      if (code === 10) breaks++;
+      else if (code !== 32 && code !== 9 && code !== 13) return false;
+    }
+    return breaks === 1;
   }
 
   /** A token that is not data: letters spelt apart, phrases going on, the word itself. */
@@ -223,11 +239,13 @@ class Scan {
     const titlecase = isTitlecase(this.text, start, end);
     // Surnames in capitals after a given name, as French writes them.
     if (!titlecase && !(kind === 'surname' && isCapitals(this.text, start, end))) return;
-    const gap = this.gap(previousEnd, start);
     const afterName =
-      (gap === NAME_GAP &&
+      previousEnd >= 0 &&
+      ((this.nameSpace(previousEnd, start) &&
         isGivenName(this.text, previousStart, previousEnd, this.previousListed)) ||
-      (gap === INITIAL_GAP && isInitial(this.text, previousStart, previousEnd));
+        (this.text[previousEnd] === '.' &&
+          this.nameSpace(previousEnd + 1, start) &&
+          isInitial(this.text, previousStart, previousEnd)));
     if (afterName) this.innocent(start, end);
     else if (titlecase) this.nameBefore = { start, end, kind };
   }
