@@ -1,9 +1,10 @@
 /**
- * Hostile inputs for every path that reads untrusted text (type classification and HTML
- * stripping), and a timing harness. The harness runs in a worker thread: a super-linear path
+ * Hostile inputs for every path that reads untrusted text (type classification, HTML
+ * stripping, the language detector's name rule), and a timing harness. The harness runs in a worker thread: a super-linear path
  * freezes only the worker, which the test terminates at its deadline and reports by name.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { htmlText } from '../../src/engines/nsfw-language/extract.js';
 import {
   classifyText,
@@ -149,6 +150,22 @@ const LOG_TEXT_INPUTS: Generator[] = [
   (size) => fill('%', size),
 ];
 
+/**
+ * The language detector's reading of names (names.ts): every token a name term's neighbour,
+ * each waiting on the next ("Nègre, Nègre, ..."), and given names longer than any word.
+ */
+const NAME_INPUTS: Generator[] = [
+  (size) => fill('Jérôme Nègre ', size),
+  (size) => fill('Nègre, ', size),
+  (size) => fill('Nègre, J. ', size),
+  (size) => fill('Sale Nègre ! ', size),
+  (size) => fill('J. NÈGRE Dick ', size),
+  (size) => fill('Jérôme\n        Nègre,\n J.\n', size),
+  (size) => `Jérôme${fill(' \n', size)}Nègre`,
+  (size) => `${fill('Jé', size)} Nègre`,
+  (size) => fill(`J${'é'.repeat(150)} Nègre, J${'é'.repeat(150)} `, size),
+];
+
 export interface TextPath {
   name: string;
   inputs: Generator[];
@@ -158,6 +175,7 @@ export interface TextPath {
 /** Every path that reads untrusted text, with its hostile inputs. */
 export function textPaths(): TextPath[] {
   const utf8 = (input: string) => isUtf8Text(Buffer.from(input));
+  const languages = new LanguageDetector(); // built here: its lexicon is not what is timed
   return [
     ...TEXT_RULES.map((rule) => ({
       name: `rule ${rule.name}`,
@@ -181,6 +199,7 @@ export function textPaths(): TextPath[] {
       inputs: LOG_TEXT_INPUTS,
       run: (input) => errorForLog(new Error(input)),
     },
+    { name: 'language names', inputs: NAME_INPUTS, run: (input) => languages.detect(input) },
   ];
 }
 

@@ -1,7 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 
 /** The languages of the language engine. */
 export const LANGUAGES = ['en', 'de', 'es', 'fr', 'it'] as const;
@@ -91,70 +90,20 @@ export interface ProseFile {
   text: string;
 }
 
-/**
- * Debian's license texts and packages' copyright files (each text once: many are copies), then
- * man pages: English prose, up to about `maxChars`.
- */
-export function installedProse(maxChars = 16_000_000): ProseFile[] {
-  const files: ProseFile[] = [];
-  const seen = new Set<string>();
-  let total = 0;
-  const add = (path: string, read: () => string) => {
-    if (total >= maxChars) return;
-    try {
-      const text = read();
-      const digest = createHash('sha256').update(text).digest('hex');
-      if (seen.has(digest)) return;
-      seen.add(digest);
-      files.push({ path, text });
-      total += text.length;
-    } catch {
-      // unreadable: not part of the corpus
-    }
-  };
-  const licenses = '/usr/share/common-licenses';
-  if (existsSync(licenses)) {
-    for (const name of readdirSync(licenses).sort()) {
-      add(join(licenses, name), () => readFileSync(join(licenses, name), 'utf8'));
-    }
-  }
-  if (existsSync('/usr/share/doc')) {
-    for (const name of readdirSync('/usr/share/doc').sort()) {
-      const path = join('/usr/share/doc', name, 'copyright');
-      if (existsSync(path)) add(path, () => readFileSync(path, 'utf8'));
-    }
-  }
-  files.push(...manPages('/usr/share/man', Math.max(maxChars / 4, maxChars - total)));
-  return files;
-}
+/** The clean prose the project ships for the language engine's tests (see its README). */
+export const PROSE_FIXTURES = join(import.meta.dirname, '../fixtures/prose');
 
 /**
- * The text of man pages under `root` (its man1..man8 sections), font escapes removed so words
- * stay whole, up to `maxChars`. Localised pages live in /usr/share/man/<language>.
+ * Every file under `root` (test/fixtures/prose by default), in path order: licenses, copyright
+ * files and READMEs in five languages, all committed, so the result never depends on what else
+ * is installed on the machine.
  */
-export function manPages(root: string, maxChars: number): ProseFile[] {
-  const files: ProseFile[] = [];
-  if (!existsSync(root)) return files;
-  let total = 0;
-  for (const section of readdirSync(root)
-    .filter((name) => /^man\d$/.test(name))
-    .sort()) {
-    for (const name of readdirSync(join(root, section)).sort()) {
-      if (total >= maxChars) return files;
-      const path = join(root, section, name);
-      try {
-        const raw = readFileSync(path);
-        const text = (name.endsWith('.gz') ? gunzipSync(raw) : raw)
-          .toString('utf8')
-          .replace(/\\f(?:[BIRP]|\(..|\[[^\]\n]{0,20}\])/g, '');
-        files.push({ path, text });
-        total += text.length;
-      } catch {
-        // a link to a missing page, or not gzip after all
-      }
-    }
-  }
-  return files;
+export function shippedProse(root = PROSE_FIXTURES): ProseFile[] {
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort()
+    .map((path) => ({ path, text: readFileSync(path, 'utf8') }));
 }
 
 /**

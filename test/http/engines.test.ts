@@ -216,4 +216,21 @@ describe('NSFW_LANGUAGE over HTTP: words, not pieces of identifiers', () => {
       /nsfw-language: en at 18-25 \(fuck\)/,
     );
   });
+
+  test('a surname after a given name is clean; the same word as an insult is flagged', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_NSFW_WORKERS: '1' });
+    const languageOnly = await keyWith(svc, ['NSFW_LANGUAGE']);
+    const copyright = [
+      'Copyright: 2003-2005, Jérôme Nègre <jerome.negre@example.org>',
+      '           2004, Jean-Pierre Nègre',
+      'Comment: Nègre, Jérôme wrote the extension functions.',
+    ].join('\n');
+    const clean = await upload(svc.url, languageOnly, copyright);
+    assert.equal(clean.status, 201);
+    assert.deepEqual(clean.body.findings, []);
+    for (const insult of ['Sale nègre !', 'SALE NÈGRE', 'Nègre!', 'Sale Nègre']) {
+      const flagged = await upload(svc.url, languageOnly, insult);
+      assert.deepEqual(flagged.body.findings, ['content.fr.language.nsfw.0'], insult);
+    }
+  });
 });

@@ -1,7 +1,8 @@
 import { foldCompatibilityForms, forEachToken, isTitlecase, mixedCase } from './chunks.js';
-import { ENGLISH_INNOCENT, ENGLISH_NAMES, englishWords } from './english-words.js';
+import { ENGLISH_INNOCENT, englishWords } from './english-words.js';
 import { Lexicon, type LexiconEntry, type Run, type TrieNode, wordRuns } from './lexicon.js';
 import { type DetectionResult, type LanguageMatch, MatchWindow } from './match-window.js';
+import { exclaimed, isCapitals, isGivenName, isInitial, type NameKind, nameKind } from './names.js';
 import { OTHER_INNOCENT, otherLanguageWords } from './word-lists.js';
 
 export type { DetectionResult, LanguageMatch } from './match-window.js';
@@ -15,9 +16,12 @@ const WRAPPING = new Set(['!', '|', '+', '*', '#', '%']);
 const MAX_TOKEN_CHARS = 200;
 /** What may separate the words of a listed phrase ("hijo de puta", "cul-de-sac", "K. Dick"). */
 const PHRASE_GAP = /^[\s'’.,-]{1,3}$/;
-/** What separates a name from the next ("Dick Fowles"), or an initial from a name ("K. Dick"). */
-const NAME_GAP = ' ';
-const INITIAL_GAP = '. ';
+/**
+ * Longest space between the parts of a name: one space, or a line break and its indentation
+ * ("Murray\n    Cumming" in a wrapped paragraph). After an initial it follows a full stop ("K.
+ * Dick"), after a surname put first a comma ("Nègre, Jérôme").
+ */
+const MAX_NAME_SPACE = 80;
 const POSSESSIVE = /^['’]$/;
 /** Letters spelt apart ("f u c k", "s.h.i.t", "f-u-c-k"): at most this much between them. */
 const MAX_SPELT_GAP = 3;
@@ -58,8 +62,13 @@ class Scan {
   private previousEnd = -1;
   /** Stems found in the token being read (reused: most tokens have none). */
   private readonly stems: LexiconEntry[][] = [];
-  /** A name-like match ("Dick") waiting for the next token: a name after it makes it innocent. */
-  private nameBefore: { start: number; end: number } | null = null;
+  /** Whether the token before had matches: a listed word is never a given name. */
+  private previousListed = false;
+  /**
+   * A name term written as a name but after no given name ("Dick", "Nègre"), waiting for the
+   * next token: a name after it ("Dick Fowles", "Nègre, Jérôme") makes it innocent.
+   */
+  private nameBefore: { start: number; end: number; kind: NameKind } | null = null;
 
   constructor(
     private readonly text: string,
@@ -94,21 +103,59 @@ class Scan {
     this.previousStart = data ? -1 : start;
     this.previousEnd = data ? -1 : end;
     const name = this.nameBefore;
-    if (name !== null) {
-      this.nameBefore = null;
-      const between = this.gap(previousEnd, start);
-      if (
-        (between === NAME_GAP && isTitlecase(this.text, start, end)) ||
-        (POSSESSIVE.test(between ?? '') && this.text.slice(start, end) === 's')
-      ) {
-        this.innocent(name.start, name.end);
-      }
-    }
+    this.nameBefore = null;
+    const matchesBefore = this.matches.length;
     if (data) {
       this.endSpelt();
       this.pending = NONE;
-      return;
+    } else {
+      this.readToken(start, end, previousStart, previousEnd);
     }
+    // Matches of this token, not of letters spelt apart before it.
+    let listed = false;
+    for (let index = matchesBefore; index < this.matches.length; index++) {
+      if ((this.matches[index] as LanguageMatch).start >= start) listed = true;
+    }
+    if (name !== null) this.nameAfter(name, start, end, previousEnd, listed);
+    this.previousListed = listed;
+  }
+
+  /** The token after a name term written as a name (`name`): innocent if it is a name too. */
+  private nameAfter(
+    name: { start: number; end: number; kind: NameKind },
+    start: number,
+    end: number,
+    previousEnd: number,
+    listed: boolean,
+  ): void {
+    const text = this.text;
+    const isName =
+      name.kind === 'given'
+        ? (this.nameSpace(previousEnd, start) && isTitlecase(text, start, end)) ||
+          (POSSESSIVE.test(this.gap(previousEnd, start) ?? '') && text.slice(start, end) === 's')
+        : text[previousEnd] === ',' &&
+          this.nameSpace(previousEnd + 1, start) &&
+          (isGivenName(text, start, end, listed) ||
+            (isInitial(text, start, end) && text[end] === '.'));
+    if (isName) this.innocent(name.start, name.end);
+  }
+
+  /** Whether [from, to) is a space between the parts of a name (see MAX_NAME_SPACE). */
+  private nameSpace(from: number, to: number): boolean {
+    if (from < 0 || to <= from || to - from > MAX_NAME_SPACE) return false;
+    const text = this.text;
+    if (to - from === 1) return text[from] === ' ' || text[from] === '\u00a0';
+    let breaks = 0;
+    for (let index = from; index < to; index++) {
+      const code = text.charCodeAt(index);
+      if (code === 10) breaks++;
+      else if (code !== 32 && code !== 9 && code !== 13) return false;
+    }
+    return breaks === 1;
+  }
+
+  /** A token that is not data: letters spelt apart, phrases going on, the word itself. */
+  private readToken(start: number, end: number, previousStart: number, previousEnd: number): void {
     let pending = NONE;
     if (this.pending.length > 0) {
       const between = this.gap(previousEnd, start);
@@ -174,21 +221,33 @@ class Scan {
       }
     }
     if (this.matches.length > matchesBefore) {
-      this.checkName(this.matches[matchesBefore] as LanguageMatch, previousStart, previousEnd);
+      this.checkName(this.matches.slice(matchesBefore), previousStart, previousEnd);
     }
   }
 
-  /** A match of a name-like term written as a name, after or before another name, is innocent. */
-  private checkName(match: LanguageMatch, previousStart: number, previousEnd: number): void {
-    if (!ENGLISH_NAMES.has(match.term) || !isTitlecase(this.text, match.start, match.end)) return;
-    const gap = this.gap(previousEnd, match.start);
+  /**
+   * A token matching a name term (names.ts) written as a name: innocent after a given name or an
+   * initial ("Dick" in "Philip Dick", "Nègre" in "Jérôme Nègre", "J. Nègre", "Jérôme NÈGRE");
+   * else it may be a name put first ("Dick Fowles", "Nègre, Jérôme"): the next token tells.
+   * Never with "!" after it: a name called out that way is the insult ("Nègre !").
+   */
+  private checkName(found: LanguageMatch[], previousStart: number, previousEnd: number): void {
+    const kind = nameKind(found);
+    const match = found[0];
+    if (kind === null || match === undefined || exclaimed(this.text, match.end)) return;
+    const { start, end } = match;
+    const titlecase = isTitlecase(this.text, start, end);
+    // Surnames in capitals after a given name, as French writes them.
+    if (!titlecase && !(kind === 'surname' && isCapitals(this.text, start, end))) return;
     const afterName =
-      gap === NAME_GAP || (gap === INITIAL_GAP && previousEnd - previousStart === 1);
-    if (afterName && isTitlecase(this.text, previousStart, previousEnd)) {
-      this.innocent(match.start, match.end);
-    } else {
-      this.nameBefore = { start: match.start, end: match.end };
-    }
+      previousEnd >= 0 &&
+      ((this.nameSpace(previousEnd, start) &&
+        isGivenName(this.text, previousStart, previousEnd, this.previousListed)) ||
+        (this.text[previousEnd] === '.' &&
+          this.nameSpace(previousEnd + 1, start) &&
+          isInitial(this.text, previousStart, previousEnd)));
+    if (afterName) this.innocent(start, end);
+    else if (titlecase) this.nameBefore = { start, end, kind };
   }
 
   /** Letters spelt apart, read as one word when there are three or more. */

@@ -94,8 +94,25 @@ const MISSING: Record<(typeof OTHER_LANGUAGES)[number], string[]> = {
 /** Stems obscene whatever follows them in the word: German compounds ("Scheißkerl", "scheißegal"). */
 const STEMS: Partial<Record<(typeof OTHER_LANGUAGES)[number], string[]>> = { de: ['scheiß'] };
 
-/** Innocent phrases holding a word of these lists: a match inside one is not reported. */
-export const OTHER_INNOCENT = ['cul de sac', 'culs de sac'];
+/**
+ * Innocent phrases holding a word of these lists: a match inside one is not reported. Adolf Fick
+ * and his law are phrases rather than a surname after any given name (names.ts): German writes
+ * nouns with a capital, so a capitalised word before "Fick" is no mark of a name.
+ */
+export const OTHER_INNOCENT = [
+  'cul de sac',
+  'culs de sac',
+  'adolf fick',
+  "fick's law",
+  "fick's laws",
+  "fick's first law",
+  "fick's second law",
+  "fick's principle",
+  'fick principle',
+  "fick'sche",
+  "fick'schen",
+  "fick'sches",
+];
 
 /** Letters, with spaces, hyphens and apostrophes inside: no digits, symbols or grawlix. */
 const WORD = /^[\p{L}][\p{L}' -]*[\p{L}]$/u;
