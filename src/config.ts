@@ -75,8 +75,9 @@ function baseUrl(env: Env, name: 'ASSAY_PUBLIC_URL' | 'ASSAY_LEGACY_BASE_URL'): 
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
+/** A folder, or `none` (''). */
 function optionalPath(raw: string): string {
-  return raw === '' ? '' : resolve(raw);
+  return raw === 'none' ? '' : resolve(raw);
 }
 
 function clamd(env: Env): ClamdSetting {

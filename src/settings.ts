@@ -20,7 +20,7 @@ export const SETTINGS = {
   ASSAY_CLAMD: { default: 'managed', doc: '`managed`, a unix socket path or `tcp://host:port`.' },
   ASSAY_CLAMD_DATABASE_DIR: {
     default: '/var/lib/clamav',
-    doc: "ClamAV's official and third-party databases (freshclam's directory): the managed clamd loads them beside Assay's own; for a clamd you run, a change there changes the verdict cache's key. Empty: none.",
+    doc: "ClamAV's official and third-party databases (freshclam's directory): the managed clamd loads them beside Assay's own; for a clamd you run, a change there changes the verdict cache's key. `none`: no such folder.",
   },
   ASSAY_CLAMD_SELFCHECK: {
     default: '3600',

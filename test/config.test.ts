@@ -21,6 +21,15 @@ describe('configuration from ASSAY_* variables', () => {
     assert.equal(config.requestTimeoutMs, 300_000);
     assert.equal(config.requestIdleTimeoutMs, 30_000);
     assert.equal(config.syncConcurrency, 16);
+    assert.equal(config.clamdDatabaseDir, '/var/lib/clamav');
+    assert.equal(config.clamdSelfCheckMs, 3_600_000);
+  });
+
+  test("clamd's databases: a folder (or none) and the SelfCheck of a clamd you run", () => {
+    const config = loadConfig({ ASSAY_CLAMD_DATABASE_DIR: 'none', ASSAY_CLAMD_SELFCHECK: '600' });
+    assert.equal(config.clamdDatabaseDir, '');
+    assert.equal(config.clamdSelfCheckMs, 600_000);
+    assert.throws(() => loadConfig({ ASSAY_CLAMD_SELFCHECK: 'an hour' }), /ASSAY_CLAMD_SELFCHECK/);
   });
 
   test('valid values are taken', () => {
