@@ -32,13 +32,22 @@ export class SpoolHealth {
   private current: Check | null = null;
   private running = false;
 
-  constructor(private readonly checks: SpoolChecks) {}
+  private readonly reuseMs: number;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly checks: SpoolChecks,
+    options: { reuseMs?: number; timeoutMs?: number } = {},
+  ) {
+    this.reuseMs = options.reuseMs ?? REUSE_MS;
+    this.timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
+  }
 
   /** An operation found the spool out: checks write until one works. */
   noteFailure(error: unknown): void {
     this.failure = error;
     // An outcome from before it no longer answers readiness.
-    if (this.current?.settledAt !== null) this.current = null;
+    if (this.current !== null && this.current.settledAt !== null) this.current = null;
   }
 
   /** An operation wrote to the spool: it answers. */
@@ -53,7 +62,8 @@ export class SpoolHealth {
   check(since = 0): Promise<void> {
     const current = this.current;
     if (current !== null) {
-      const fresh = current.settledAt === null || performance.now() - current.settledAt < REUSE_MS;
+      const fresh =
+        current.settledAt === null || performance.now() - current.settledAt < this.reuseMs;
       if (current.startedAt >= since && fresh) return current.outcome;
       // One that started too early is still under way: the next starts once it ends.
       if (current.settledAt === null) {
@@ -72,7 +82,7 @@ export class SpoolHealth {
   private start(): Promise<void> {
     const noted = this.failure;
     const thorough = noted !== null;
-    const signal = AbortSignal.timeout(CHECK_TIMEOUT_MS);
+    const signal = AbortSignal.timeout(this.timeoutMs);
     const check: Check = { startedAt: performance.now(), settledAt: null, outcome: null as never };
     this.running = true;
     const work = (thorough ? this.checks.thorough(signal) : this.checks.quick(signal)).finally(
@@ -82,8 +92,8 @@ export class SpoolHealth {
     );
     const timedOut = new Promise<never>((_resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)),
-        CHECK_TIMEOUT_MS,
+        () => reject(new Error(`no answer within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
       );
       timer.unref();
       void work.then(
