@@ -67,7 +67,7 @@ async function bucket(t: TestContext): Promise<Backend> {
 }
 
 /** The service on `backend`, its clamd behind a proxy the test can cut, its log kept. */
-async function serviceOn(t: TestContext, backend: Backend) {
+async function serviceOn(t: TestContext, backend: Backend, env: Record<string, string> = {}) {
   const engine = await startTcpProxyTo({ path: clamd.socket });
   t.after(() => engine.close());
   const log = capturedLogger('warn');
@@ -80,6 +80,7 @@ async function serviceOn(t: TestContext, backend: Backend) {
       // One attempt: an outage that used it would end the job as an error result.
       ASSAY_JOB_MAX_ATTEMPTS: '1',
       ...backend.env,
+      ...env,
     },
     log.logger,
   );
@@ -261,6 +262,28 @@ for (const [kind, backendOf] of [
       }
       const ready = await fetch(`${svc.url}/health/ready`);
       assert.equal(ready.status, 200, await ready.text());
+    });
+
+    test('an outage longer than ASSAY_JOB_MAX_AGE: the job ends as an error result that names no path or bucket', async (t) => {
+      const backend = await backendOf(t);
+      const { svc } = await serviceOn(t, backend, { ASSAY_JOB_MAX_AGE: '2' });
+      const remote = await startLocalServer((_request, response) => response.end('content'));
+      t.after(() => remote.close());
+      backend.takeAway();
+      const id = await submitFetch(svc.url, svc.auth, `${remote.url}/file`);
+      const result = await pollResult(svc.url, svc.auth, id, 15_000);
+      assert.equal('findings' in result, false, JSON.stringify(result));
+      assert.match(
+        String(result.error),
+        /^could not be processed for \d+ s, .*\(ASSAY_JOB_MAX_AGE\); the last failure: the spool is not answering \(writing/,
+      );
+      const trace = await traceOf(svc.url, svc.auth, id);
+      assert.equal(trace.filter((m) => SPOOL_WAIT.test(m)).length, 1, trace.join('\n'));
+      for (const secret of backend.secrets) {
+        for (const text of [JSON.stringify(result), ...trace]) {
+          assert.ok(!text.includes(secret), `${secret} in ${text}`);
+        }
+      }
     });
   });
 }
