@@ -72,7 +72,10 @@ test('a shared spool remounted read-only: the api answers 503, api and worker ar
   for (const serve of [api, worker]) {
     // A check's outcome answers readiness for a second: the worker's was taken just before.
     let ready = await readyOf(serve);
-    await waitUntil('not ready', async () => (ready = await readyOf(serve)).status === 503);
+    await waitUntil('not ready', async () => {
+      ready = await readyOf(serve);
+      return ready.status === 503;
+    });
     assert.match(ready.text, /"spool: not answering \(EROFS\)"/);
     assert.ok(!ready.text.includes(spoolDir), ready.text);
   }
