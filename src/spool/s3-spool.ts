@@ -247,6 +247,9 @@ export class S3Spool implements ContentSpool {
     const abort = new AbortController();
     const fetch = async function* (spool: S3Spool): AsyncGenerator<Buffer> {
       const objectKey = spool.objectKey(key);
+      // What a failure means, unless the reader closed the stream (it aborts the request).
+      const failure = (error: S3SpoolError) =>
+        abort.signal.aborted ? error : spool.readFailure(error, now());
       let body: unknown;
       try {
         const response = await spool.client.send(
@@ -255,19 +258,17 @@ export class S3Spool implements ContentSpool {
         );
         body = response.Body;
       } catch (error) {
-        throw await spool.readFailure(spool.failure(`reading ${objectKey}`, error), now());
+        throw await failure(spool.failure(`reading ${objectKey}`, error));
       }
       if (!(body instanceof Readable)) {
-        const failure = new S3SpoolError(
-          `S3 spool ${spool.describe}: ${objectKey} has no body`,
-          undefined,
+        throw await failure(
+          new S3SpoolError(`S3 spool ${spool.describe}: ${objectKey} has no body`, undefined),
         );
-        throw await spool.readFailure(failure, now());
       }
       try {
         for await (const chunk of body) yield chunk as Buffer;
       } catch (error) {
-        throw await spool.readFailure(spool.failure(`reading ${objectKey}`, error), now());
+        throw await failure(spool.failure(`reading ${objectKey}`, error));
       }
     };
     // Lazy: nothing is requested until the stream is read; closing it early aborts the request.
