@@ -3,6 +3,59 @@
 
 export class SpoolTooLargeError extends Error {}
 
+/**
+ * What a failure says about itself in a client's words: a system error's code (ENOENT), an S3
+ * error's name (NoSuchBucket), when it is a plain identifier; never its message, which may name a
+ * path, a bucket or a key. Looks a few causes down.
+ */
+export function publicCode(error: unknown): string | null {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Za-z][A-Za-z0-9_]{1,40}$/.test(code)) return code;
+    if (current.name !== 'Error' && /^[A-Z][A-Za-z0-9]{1,40}$/.test(current.name)) {
+      return current.name;
+    }
+    current = current.cause;
+  }
+  return null;
+}
+
+/**
+ * The spool (its directory or bucket) cannot be written or read: the service's outage, not the
+ * item's fault. A request answers 503; a job waits without using its attempts. The message names
+ * no path, bucket or key (it reaches clients, in results and traces); the cause has the detail,
+ * for the log.
+ */
+export class SpoolUnavailableError extends Error {
+  override readonly name = 'SpoolUnavailableError';
+
+  constructor(doing: string, cause: unknown) {
+    const code = publicCode(cause);
+    super(`the spool is not answering (${doing}${code === null ? '' : `: ${code}`})`, { cause });
+  }
+}
+
+/**
+ * One item's spooled content is missing or unreadable while the spool itself answers: the item's
+ * failure, counted like any other. The message names no path or key; the cause has the detail.
+ */
+export class SpooledContentError extends Error {
+  override readonly name = 'SpooledContentError';
+
+  constructor(
+    readonly missing: boolean,
+    cause: unknown,
+  ) {
+    super(
+      missing
+        ? "the item's spooled content is missing"
+        : `the item's spooled content could not be read (${publicCode(cause) ?? 'error'})`,
+      { cause },
+    );
+  }
+}
+
 /** Error codes of a write that found no room: the file system's, a quota's, SQLite's. */
 const NO_SPACE_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
-import { SpoolTooLargeError } from '../domain/failures.js';
+import { SpoolTooLargeError, SpoolUnavailableError } from '../domain/failures.js';
 import type { Job, LegacyJobOptions } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import { ContentTooLargeError, EmptyContentError } from './errors.js';
@@ -143,6 +143,10 @@ export class PendingUpload {
   async end(): Promise<void> {
     try {
       if (!this.committed && this.spooled !== null) await this.spool.remove(this.spooled.key);
+    } catch (error) {
+      // The spool went out since: the orphan sweep removes it later, and the submission's own
+      // error (a bad field, say) is the answer, not this one.
+      if (!(error instanceof SpoolUnavailableError)) throw error;
     } finally {
       this.reservation.release(this.committed);
     }

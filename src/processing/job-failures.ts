@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isStoreUnavailable } from '../domain/failures.js';
+import { isStoreUnavailable, publicCode, SpoolUnavailableError } from '../domain/failures.js';
 import type { Job } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
@@ -22,17 +22,21 @@ const STORE_UNREACHABLE = 'the database could not be reached';
 /** Recording a job's outcome failed (a store write): nothing is the item's fault. */
 export class RecordingError extends Error {}
 
+/** What a job waits for: a new kind of wait gets its own trace line. */
+type Outage = 'engine' | 'store' | 'spool';
+
 /**
- * What a failed job attempt means, and what becomes of the job: an engine outage (or a store that
- * refuses writes) is waited out without using an attempt, up to `maxAgeMs`; any other failure
- * counts, retried with a doubling delay until `maxAttempts`; a job out of either ends as a result
- * with `error`, never clean. An engine failure is probed (EngineProbe): if the engine scans other
- * content, the item is to blame.
+ * What a failed job attempt means, and what becomes of the job: an outage of the engine, the
+ * spool (SpoolUnavailableError: its directory or bucket does not answer; one item's missing
+ * content is not one) or a store that refuses writes is waited out without using an attempt, up
+ * to `maxAgeMs`; any other failure counts, retried with a doubling delay until `maxAttempts`; a
+ * job out of either ends as a result with `error`, never clean. An engine failure is probed
+ * (EngineProbe): if the engine scans other content, the item is to blame.
  */
 export class JobFailures {
   private readonly probe: EngineProbe;
-  /** Jobs whose wait for the engine is in their trace already: one line per wait, not per retry. */
-  private readonly waiting = new Set<string>();
+  /** Jobs whose wait is in their trace already, and for what: one line per wait, not per retry. */
+  private readonly waiting = new Map<string, Outage>();
 
   constructor(
     private readonly store: Store,
@@ -104,13 +108,20 @@ export class JobFailures {
       this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
       // The trace is the client's: the database's address stays in the log.
       const cause = isStoreUnavailable(error.cause) ? STORE_UNREACHABLE : describe(error.cause);
-      await this.waitForEngine(job, `${error.message}: ${cause}`);
+      await this.waitOut(job, 'store', `${error.message}: ${cause}`);
       return;
     }
-    // A read the work needed (the job's key, say) found the store out of reach.
-    if (isStoreUnavailable(error)) {
+    // The spool does not answer (the cause, naming its path or bucket, goes to the log only).
+    if (error instanceof SpoolUnavailableError) {
+      this.logger.warn({ err: error, job: job.id }, 'the spool is not answering');
+      await this.waitOut(job, 'spool', error.message);
+      return;
+    }
+    // A read the work needed (the job's key, say) found the store out of reach. (An engine's or an
+    // S3 spool's refused connection looks the same: those are told apart above and below.)
+    if (!(error instanceof EngineUnavailableError) && isStoreUnavailable(error)) {
       this.logger.error({ err: error, job: job.id }, 'the store failed during a job');
-      await this.waitForEngine(job, STORE_UNREACHABLE);
+      await this.waitOut(job, 'store', STORE_UNREACHABLE);
       return;
     }
     // Content that never reached the engine (down or restarting) cannot have made it fail.
@@ -118,12 +129,12 @@ export class JobFailures {
       error instanceof EngineUnavailableError &&
       (error.notReached || !(await this.probe.answers(failedAt)))
     ) {
-      await this.waitForEngine(job, error.message);
+      await this.waitOut(job, 'engine', error.message);
       return;
     }
     // The probe's few bytes found room; this item's temporary copy may not have: a full disk.
     if (error instanceof EngineUnavailableError && !(await this.roomToScan(job))) {
-      await this.waitForEngine(job, `${error.message}; the disk has no room to scan it`);
+      await this.waitOut(job, 'engine', `${error.message}; the disk has no room to scan it`);
       return;
     }
     // The engine scans other content (or the failure is unexpected): this item counts it.
@@ -150,8 +161,8 @@ export class JobFailures {
     });
   }
 
-  /** The engine (or the store) fails for everyone: wait without using an attempt, up to the age limit. */
-  private async waitForEngine(job: Job, reason: string): Promise<void> {
+  /** A part fails for everyone: wait without using an attempt, up to the age limit. */
+  private async waitOut(job: Job, outage: Outage, reason: string): Promise<void> {
     const ageMs = Date.now() - Date.parse(job.creationDate);
     if (ageMs >= this.options.maxAgeMs) {
       await this.giveUp(
@@ -161,7 +172,7 @@ export class JobFailures {
       return;
     }
     const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
-    const noted = this.waiting.has(job.id);
+    const noted = this.waiting.get(job.id) === outage;
     await this.store.transaction(async (store) => {
       if (!noted) {
         await store.trace.append(
@@ -171,8 +182,11 @@ export class JobFailures {
       }
       await store.jobs.release(job.id, retryAt, { refund: true });
     });
-    this.waiting.add(job.id);
-    this.logger.warn({ job: job.id, retryAt, reason }, 'engine unavailable; job will be retried');
+    this.waiting.set(job.id, outage);
+    this.logger.warn(
+      { job: job.id, retryAt, reason },
+      `${outage} unavailable; job will be retried`,
+    );
   }
 
   /** Ends a job as a result with `error`: never clean, the reason in its trace. */
@@ -201,6 +215,15 @@ export class JobFailures {
   }
 }
 
+/**
+ * A failure as the item's result and trace say it (clients read them): a system error by its code
+ * and call, since Node's message names the file; the log has the whole error.
+ */
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const { path, syscall } = error as NodeJS.ErrnoException;
+  if (typeof path === 'string') {
+    return `${publicCode(error) ?? 'file system error'}${syscall === undefined ? '' : ` (${syscall})`}`;
+  }
+  return error.message;
 }

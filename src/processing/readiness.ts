@@ -3,7 +3,10 @@ import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import type { QueueReport, QueueStatus } from './queue-status.js';
 
-/** What readiness depends on, asked together: the store, the malware engine, room in the spool. */
+/**
+ * What readiness depends on, asked together: the store, the malware engine, room in the spool,
+ * and the spool answering (ContentSpool.check: cheap, shared, reused for a second).
+ */
 export class Readiness {
   constructor(
     private readonly store: Store,
@@ -39,6 +42,7 @@ export class Readiness {
       PromiseSettledResult<ClamdVersion>,
       PromiseSettledResult<boolean>,
       PromiseSettledResult<QueueReport | null>,
+      PromiseSettledResult<void>,
     ]
   > {
     return Promise.allSettled([
@@ -46,6 +50,7 @@ export class Readiness {
       this.clamd.version(),
       this.spool.diskFull(this.uploadBytes),
       this.queue?.report() ?? Promise.resolve(null),
+      this.spool.check(),
     ]);
   }
 }

@@ -129,6 +129,8 @@ export async function downloadToSpool(
   try {
     outcome = await withinDeadline(options.totalTimeoutMs, download, () => remote?.abort());
   } catch (error) {
+    // A spool that failed before reading the body (it does not answer) leaves the remote open.
+    (remote as FetchedContent | null)?.abort();
     await removeSpooled();
     throw remoteFailure(error, location, options.maxBytes);
   }

@@ -14,8 +14,10 @@ export interface ContentSpool {
 
   /**
    * Stores the content under `key` (a job id) as it streams, never whole in memory. Throws
-   * SpoolTooLargeError past `maxBytes`; a write that fails leaves nothing behind. `durable: false`
-   * allows skipping syncs for content that is worthless after a crash.
+   * SpoolTooLargeError past `maxBytes`, the source's own errors as they are, a full disk's as it
+   * is (ENOSPC: see isDiskFull), and SpoolUnavailableError when the backend fails; a write that
+   * fails leaves nothing behind. `durable: false` allows skipping syncs for content that is
+   * worthless after a crash.
    */
   write(
     key: string,
@@ -24,10 +26,14 @@ export interface ContentSpool {
     options?: { durable?: boolean },
   ): Promise<{ key: string; size: number }>;
 
-  /** The content of `key`, fetched lazily; a missing key or a backend failure errors the stream. */
+  /**
+   * The content of `key`, fetched lazily. A failure errors the stream: SpooledContentError when
+   * the spool answers a check started after it (the key is missing, or only it cannot be read:
+   * the item's failure), else SpoolUnavailableError (an outage).
+   */
   read(key: string): Readable;
 
-  /** Removes `key`; removing a missing key succeeds. */
+  /** Removes `key`; removing a missing key succeeds; SpoolUnavailableError when the backend fails. */
   remove(key: string): Promise<void>;
 
   /**
@@ -39,6 +45,13 @@ export interface ContentSpool {
     graceMs: number,
     isReferenced: (key: string) => Promise<boolean>,
   ): Promise<{ files: number; bytes: number }>;
+
+  /**
+   * Resolves when the backend answers, else rejects with SpoolUnavailableError (readiness). Cheap
+   * and shared (SpoolHealth): a stat of the directory, a HEAD of the bucket, reused for a second;
+   * after an operation failed, an empty file or object is written and removed instead.
+   */
+  check(): Promise<void>;
 
   /** Whether a write found the backend full and it still is (object storage: never). */
   diskFull(uploadBytes: number): Promise<boolean>;

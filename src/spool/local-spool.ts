@@ -1,11 +1,21 @@
-import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Readable } from 'node:stream';
-import { isDiskFull, SpoolTooLargeError } from '../domain/failures.js';
+import { Readable } from 'node:stream';
+import {
+  isDiskFull,
+  SpooledContentError,
+  SpoolTooLargeError,
+  SpoolUnavailableError,
+} from '../domain/failures.js';
 import { syncDirectory } from '../store/disk-sync.js';
 import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
+import { SpoolHealth } from './spool-health.js';
+
+/** Bytes read ahead from a spool file. */
+const READ_CHUNK = 1024 * 1024;
 
 /** A spool file's name: the id of its job (32 hex digits), `.part` while it is being written. */
 const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
@@ -15,12 +25,22 @@ const SPOOL_NAME = /^([0-9a-f]{32})(?:\.part)?$/;
  * shared one: ASSAY_SPOOL_DIR) until its result is recorded. A spool file is complete and on disk
  * (fsync, rename, fsync of the directory) before anything refers to it. Keys are job ids: a file's
  * name, never a path.
+ *
+ * A failed file system call is an outage (SpoolUnavailableError, its cause naming the path for the
+ * log), except a full disk (kept as it is: 507) and, on read, a file missing or unreadable in a
+ * directory that answers a check made after the failure: that is the item's (SpooledContentError).
  */
 export class LocalSpool implements ContentSpool {
   /** Set when a write in the data dir found no room; cleared once a probe write succeeds. */
   private full = false;
+  private readonly health: SpoolHealth;
 
-  constructor(private readonly dir: string) {}
+  constructor(private readonly dir: string) {
+    this.health = new SpoolHealth({
+      quick: () => this.answers(),
+      thorough: () => this.probeWrite(),
+    });
+  }
 
   get describe(): string {
     return this.dir;
@@ -50,34 +70,79 @@ export class LocalSpool implements ContentSpool {
   ): Promise<{ key: string; size: number }> {
     const path = this.pathOf(id);
     const partial = `${path}.part`;
-    const file = await open(partial, 'w');
+    const file = await this.call('writing', () => open(partial, 'w'));
     let size = 0;
     try {
       for await (const chunk of source) {
         size += chunk.length;
         if (size > maxBytes)
           throw new SpoolTooLargeError(`the content exceeds the limit of ${maxBytes} bytes`);
-        await file.write(chunk);
+        await this.call('writing', () => file.write(chunk));
         noteStreamedBytes(chunk.length);
       }
-      if (durable) await file.datasync();
+      if (durable) await this.call('writing', () => file.datasync());
+      await this.call('writing', () => file.close());
+      await this.call('writing', () => rename(partial, path));
     } catch (error) {
-      await file.close();
-      await rm(partial, { force: true });
-      if (isDiskFull(error)) this.full = true;
+      // The spool may be out: what cannot be removed now is an orphan for the sweep.
+      await file.close().catch(() => {});
+      await rm(partial, { force: true }).catch(() => {});
       throw error;
     }
-    await file.close();
-    await rename(partial, path);
-    if (!durable) return { key: id, size };
-    try {
-      // The rename is durable only once the directory is synced.
-      await syncDirectory(this.dir);
-    } catch (error) {
-      await rm(path, { force: true });
-      throw error;
+    if (durable) {
+      try {
+        // The rename is durable only once the directory is synced.
+        await this.call('writing', () => syncDirectory(this.dir));
+      } catch (error) {
+        await rm(path, { force: true }).catch(() => {});
+        throw error;
+      }
     }
+    this.health.noteSuccess();
     return { key: id, size };
+  }
+
+  /**
+   * A file system call of the spool's: a full disk stays itself (507, and readiness says so until
+   * there is room); any other failure is an outage, remembered for readiness.
+   */
+  private async call<T>(doing: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (isDiskFull(error)) {
+        this.full = true;
+        throw error;
+      }
+      this.health.noteFailure(error);
+      throw new SpoolUnavailableError(doing, error);
+    }
+  }
+
+  /** The directory is there, and this process may read and write in it (EROFS on a read-only mount). */
+  private async answers(): Promise<void> {
+    const info = await stat(this.dir);
+    if (!info.isDirectory()) {
+      throw Object.assign(new Error(`${this.dir} is not a directory`), { code: 'ENOTDIR' });
+    }
+    await access(this.dir, constants.R_OK | constants.W_OK | constants.X_OK);
+  }
+
+  /** An empty file created and removed, as a write does; a full disk is answering (disk full). */
+  private async probeWrite(): Promise<void> {
+    await this.answers();
+    const probe = join(this.dir, `.probe-${process.pid}-${randomBytes(4).toString('hex')}`);
+    try {
+      await (await open(probe, 'wx')).close();
+    } catch (error) {
+      if (isDiskFull(error)) return;
+      throw error;
+    }
+    await rm(probe, { force: true });
+  }
+
+  check(): Promise<void> {
+    return this.health.check();
   }
 
   /** A write in the data dir (the spool's or the store's) found the disk full. */
@@ -105,13 +170,45 @@ export class LocalSpool implements ContentSpool {
   }
 
   read(key: string): Readable {
-    return createReadStream(this.pathOf(key), { highWaterMark: 1024 * 1024 });
+    const path = this.pathOf(key);
+    const chunks = async function* (spool: LocalSpool): AsyncGenerator<Buffer> {
+      let stream: AsyncIterable<Buffer>;
+      try {
+        // The file stream closes the file when it ends or is destroyed (an early stop).
+        stream = (await open(path, 'r')).createReadStream({ highWaterMark: READ_CHUNK });
+      } catch (error) {
+        throw await spool.readFailure(error, performance.now());
+      }
+      try {
+        for await (const chunk of stream) yield chunk;
+      } catch (error) {
+        throw await spool.readFailure(error, performance.now());
+      }
+    };
+    // One chunk waits here at most: the file stream reads ahead.
+    return Readable.from(chunks(this), { objectMode: false, highWaterMark: 1 });
+  }
+
+  /**
+   * A read failed: the item's (its file is missing, or only it cannot be read) if the directory
+   * answers a check made after the failure, else an outage. A missing directory is an outage: a
+   * shared spool that is not mounted, never every item's content gone.
+   */
+  private async readFailure(error: unknown, failedAt: number): Promise<Error> {
+    try {
+      await this.health.check(failedAt);
+    } catch {
+      this.health.noteFailure(error);
+      return new SpoolUnavailableError('reading', error);
+    }
+    return new SpooledContentError((error as { code?: unknown }).code === 'ENOENT', error);
   }
 
   close(): void {}
 
   async remove(key: string): Promise<void> {
-    await rm(this.pathOf(key), { force: true });
+    const path = this.pathOf(key);
+    await this.call('removing', () => rm(path, { force: true }));
   }
 
   /**

@@ -1,18 +1,28 @@
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  PutObjectCommand,
   paginateListObjectsV2,
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { SpoolTooLargeError } from '../domain/failures.js';
+import {
+  SpooledContentError,
+  SpoolTooLargeError,
+  SpoolUnavailableError,
+} from '../domain/failures.js';
 import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
 import type { S3Location } from './s3-url.js';
+import { SpoolHealth } from './spool-health.js';
 
-/** A failed S3 request of the spool; the message names the bucket, the key and what S3 said. */
+/**
+ * A failed S3 request of the spool; the message names the bucket, the key and what S3 said: for
+ * the log and the operator (init), so what reaches clients wraps it (SpoolUnavailableError...).
+ */
 export class S3SpoolError extends Error {
   /** 'ENOENT' for a missing key, as a missing spool file would say. */
   readonly code: string | undefined;
@@ -48,6 +58,8 @@ const S3_QUEUE_SIZE = 2;
 /** ContentSpool keys are job ids; anything else under the prefix is not ours to touch. */
 const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 
+const now = () => performance.now();
+
 function errorName(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
@@ -57,8 +69,9 @@ function errorName(error: unknown): string {
   return `${what}${status === undefined ? '' : ` (HTTP ${status})`}: ${error.message}`;
 }
 
+/** A missing key (a bucket that is gone is not: that is an outage). */
 function isMissing(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
+  if (!(error instanceof Error) || error.name === 'NoSuchBucket') return false;
   const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
   return error.name === 'NoSuchKey' || error.name === 'NotFound' || status === 404;
 }
@@ -77,6 +90,7 @@ export class S3Spool implements ContentSpool {
   private readonly partSize: number;
   private readonly queueSize: number;
   private readonly listPageSize: number;
+  private readonly health: SpoolHealth;
 
   constructor(options: S3SpoolOptions) {
     this.bucket = options.bucket;
@@ -105,6 +119,48 @@ export class S3Spool implements ContentSpool {
         socketTimeout: options.idleTimeoutMs ?? 120_000,
       },
     });
+    this.health = new SpoolHealth({
+      quick: (signal) => this.headBucket(signal),
+      thorough: (signal) => this.probeWrite(signal),
+    });
+  }
+
+  private async headBucket(signal: AbortSignal): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
+  }
+
+  /** An empty object written and removed; its name is no spool key, so the sweep ignores it. */
+  private async probeWrite(signal: AbortSignal): Promise<void> {
+    const name = `.probe-${randomBytes(8).toString('hex')}`;
+    const Key = this.prefix === '' ? name : `${this.prefix}/${name}`;
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key, Body: '', ContentLength: 0 }),
+      {
+        abortSignal: signal,
+      },
+    );
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }), {
+      abortSignal: signal,
+    });
+  }
+
+  check(): Promise<void> {
+    return this.health.check();
+  }
+
+  /**
+   * A read failed: the item's when the key is missing, or when the bucket answers a check made
+   * after the failure; else an outage.
+   */
+  private async readFailure(error: S3SpoolError, failedAt: number): Promise<Error> {
+    if (error.code === 'ENOENT') return new SpooledContentError(true, error);
+    try {
+      await this.health.check(failedAt);
+    } catch {
+      this.health.noteFailure(error);
+      return new SpoolUnavailableError('reading', error);
+    }
+    return new SpooledContentError(false, error);
   }
 
   private objectKey(key: string): string {
@@ -170,7 +226,10 @@ export class S3Spool implements ContentSpool {
       // A failure after S3 completed the object (a lost response) must not leave it behind.
       await this.remove(key).catch(() => {});
       const failed = sourceError as { error: unknown } | null;
-      if (failed === null) throw this.failure(`writing ${objectKey}`, error);
+      if (failed === null) {
+        this.health.noteFailure(error);
+        throw new SpoolUnavailableError('writing', this.failure(`writing ${objectKey}`, error));
+      }
       // S3 failed too (a part, or the abort after the source's error): keep its error as the cause.
       if (
         failed.error !== error &&
@@ -180,6 +239,7 @@ export class S3Spool implements ContentSpool {
         failed.error.cause = this.failure(`uploading ${objectKey}`, error);
       throw failed.error;
     }
+    this.health.noteSuccess();
     return { key, size };
   }
 
@@ -187,6 +247,9 @@ export class S3Spool implements ContentSpool {
     const abort = new AbortController();
     const fetch = async function* (spool: S3Spool): AsyncGenerator<Buffer> {
       const objectKey = spool.objectKey(key);
+      // What a failure means, unless the reader closed the stream (it aborts the request).
+      const failure = (error: S3SpoolError) =>
+        abort.signal.aborted ? error : spool.readFailure(error, now());
       let body: unknown;
       try {
         const response = await spool.client.send(
@@ -195,15 +258,17 @@ export class S3Spool implements ContentSpool {
         );
         body = response.Body;
       } catch (error) {
-        throw spool.failure(`reading ${objectKey}`, error);
+        throw await failure(spool.failure(`reading ${objectKey}`, error));
       }
       if (!(body instanceof Readable)) {
-        throw new S3SpoolError(`S3 spool ${spool.describe}: ${objectKey} has no body`, undefined);
+        throw await failure(
+          new S3SpoolError(`S3 spool ${spool.describe}: ${objectKey} has no body`, undefined),
+        );
       }
       try {
         for await (const chunk of body) yield chunk as Buffer;
       } catch (error) {
-        throw spool.failure(`reading ${objectKey}`, error);
+        throw await failure(spool.failure(`reading ${objectKey}`, error));
       }
     };
     // Lazy: nothing is requested until the stream is read; closing it early aborts the request.
@@ -219,7 +284,7 @@ export class S3Spool implements ContentSpool {
     } catch (error) {
       // S3 answers 204 for a missing key; some compatible servers say 404.
       if (isMissing(error)) return;
-      throw this.failure(`removing ${objectKey}`, error);
+      throw new SpoolUnavailableError('removing', this.failure(`removing ${objectKey}`, error));
     }
   }
 

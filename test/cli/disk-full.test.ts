@@ -1,6 +1,5 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -8,29 +7,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startServe } from '../helpers/cli.js';
 import { pollResult } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
+import { cannotMountTmpfs, ON_TMPFS } from '../helpers/mounts.js';
 import { multipartFile, rawRequest, requestHead } from '../helpers/raw-http.js';
 import { basic, tempDir } from '../helpers/service.js';
 
 const AUTH = basic('key', 'secret');
 const MiB = 1024 * 1024;
-
-/** Mounts a 20 MiB tmpfs on `$0` in a private mount namespace, then runs the command given. */
-const ON_TMPFS = 'mount -t tmpfs -o size=20m tmpfs "$0" && exec "$@"';
-
-/** Why this machine cannot mount a private tmpfs (not root, no user namespaces...), or null. */
-function cannotMountTmpfs(): string | null {
-  const dir = tempDir('assay-mount-check-');
-  try {
-    const check = spawnSync('unshare', ['-m', 'sh', '-c', ON_TMPFS, dir, 'true'], {
-      encoding: 'utf8',
-    });
-    if (check.error !== undefined) return `unshare cannot run: ${check.error.message}`;
-    if (check.status !== 0) return `no private tmpfs: ${check.stderr.trim()}`;
-    return null;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 /** Free bytes of the file system holding `path`. */
 function freeBytes(path: string): number {

@@ -5,7 +5,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { SpoolTooLargeError } from '../../src/domain/failures.js';
+import {
+  SpooledContentError,
+  SpoolTooLargeError,
+  SpoolUnavailableError,
+} from '../../src/domain/failures.js';
 import type { ContentSpool } from '../../src/spool/content-spool.js';
 import { openSpool } from '../../src/spool/open-spool.js';
 import {
@@ -46,6 +50,23 @@ async function hashOf(stream: Readable): Promise<{ hash: string; size: number }>
     size += (chunk as Buffer).length;
   }
   return { hash: digest.digest('hex'), size };
+}
+
+/**
+ * A spool failure as clients see it (`Outer`: no bucket, prefix or key in its message) with S3's
+ * detail in its cause, for the log: the check for assert.rejects.
+ */
+function wrapping(
+  Outer: typeof SpoolUnavailableError | typeof SpooledContentError,
+  detail: RegExp,
+): (error: unknown) => true {
+  return (error) => {
+    assert.ok(error instanceof Outer, String(error));
+    assert.doesNotMatch(error.message, new RegExp(`assay-spool|${PREFIX}`));
+    assert.ok(error.cause instanceof S3SpoolError, String(error.cause));
+    assert.match(error.cause.message, detail);
+    return true;
+  };
 }
 
 /** An id as the job store makes them: 32 hex digits. */
@@ -156,21 +177,17 @@ describe('S3 spool against a local S3-compatible server', () => {
     assert.equal(await server.hasOpenUploads(), false);
   });
 
-  test("S3 failing mid-upload: an error naming S3's, no object, no open upload", async () => {
+  test("S3 failing mid-upload: the spool does not answer (S3's error in the cause), no object, no open upload", async () => {
     // Every second part fails (retries included); the first part and the abort go through.
     server.failRequests((method, url) => method === 'PUT' && /[?&]partNumber=2(&|$)/.test(url));
     const key = newKey();
     try {
       await assert.rejects(
         spool.write(key, randomSource(20 * MiB).chunks(), 100 * MiB),
-        (error) => {
-          assert.ok(error instanceof S3SpoolError);
-          assert.match(
-            error.message,
-            new RegExp(`writing ${PREFIX}/${key} failed: InternalError \\(HTTP 500\\): injected`),
-          );
-          return true;
-        },
+        wrapping(
+          SpoolUnavailableError,
+          new RegExp(`writing ${PREFIX}/${key} failed: InternalError \\(HTTP 500\\): injected`),
+        ),
       );
     } finally {
       server.failRequests(null);
@@ -189,14 +206,31 @@ describe('S3 spool against a local S3-compatible server', () => {
     assert.deepEqual(await server.keys(), []);
   });
 
-  test('a missing key: the stream errors, naming the key, with ENOENT', async () => {
+  test("a missing key: the stream errors with the item's failure, its cause naming the key, with ENOENT", async () => {
     const key = newKey();
     await assert.rejects(hashOf(spool.read(key)), (error) => {
-      assert.ok(error instanceof S3SpoolError);
-      assert.equal(error.code, 'ENOENT');
-      assert.match(error.message, new RegExp(`${PREFIX}/${key}.*NoSuchKey`));
+      wrapping(SpooledContentError, new RegExp(`${PREFIX}/${key}.*NoSuchKey`))(error);
+      assert.equal((error as SpooledContentError).missing, true);
+      assert.equal(((error as Error).cause as S3SpoolError).code, 'ENOENT');
       return true;
     });
+  });
+
+  test("a read S3 fails while the bucket answers: the item's failure, not an outage", async () => {
+    const key = newKey();
+    await spool.write(key, randomSource(1000).chunks(), 10_000);
+    server.failRequests((method, url) => method === 'GET' && url.includes(key));
+    try {
+      await assert.rejects(hashOf(spool.read(key)), (error) => {
+        wrapping(SpooledContentError, /InternalError \(HTTP 500\)/)(error);
+        assert.equal((error as SpooledContentError).missing, false);
+        return true;
+      });
+    } finally {
+      server.failRequests(null);
+      await spool.remove(key);
+    }
+    await spool.check();
   });
 
   test('removeOrphans: only unreferenced spool keys older than the grace, across pages', async () => {
@@ -272,7 +306,7 @@ describe('S3 spool failures are clear and bounded', () => {
     }
   });
 
-  test('a server that is down: write, read, remove and init fail with the cause, quickly', async () => {
+  test('a server that is down: write, read, remove and check do not answer (the cause in theirs), init fails naming it, quickly', async () => {
     const server = await startS3Server();
     const endpoint = server.endpoint;
     await server.stop();
@@ -286,13 +320,12 @@ describe('S3 spool failures are clear and bounded', () => {
     const refused = /S3 spool s3:\/\/assay-spool\/assay\/spool .*failed: .*ECONNREFUSED/;
     const started = Date.now();
     try {
-      await assert.rejects(spool.write(newKey(), randomSource(1000).chunks(), 10_000), refused);
-      await assert.rejects(
-        spool.write(newKey(), randomSource(12 * MiB).chunks(), 20 * MiB),
-        refused,
-      );
-      await assert.rejects(hashOf(spool.read(newKey())), refused);
-      await assert.rejects(spool.remove(newKey()), refused);
+      const out = wrapping(SpoolUnavailableError, refused);
+      await assert.rejects(spool.write(newKey(), randomSource(1000).chunks(), 10_000), out);
+      await assert.rejects(spool.write(newKey(), randomSource(12 * MiB).chunks(), 20 * MiB), out);
+      await assert.rejects(hashOf(spool.read(newKey())), out);
+      await assert.rejects(spool.remove(newKey()), out);
+      await assert.rejects(spool.check(), SpoolUnavailableError);
       await assert.rejects(spool.init(), refused);
       await assert.rejects(
         spool.removeOrphans(0, async () => false),
@@ -326,9 +359,15 @@ describe('S3 spool failures are clear and bounded', () => {
     try {
       await assert.rejects(
         spool.write(newKey(), randomSource(1000).chunks(), 10_000),
-        /S3 spool .*writing assay\/spool\/[0-9a-f]{32} failed: .*time/i,
+        wrapping(
+          SpoolUnavailableError,
+          /S3 spool .*writing assay\/spool\/[0-9a-f]{32} failed: .*time/i,
+        ),
       );
-      await assert.rejects(hashOf(spool.read(newKey())), /S3 spool .*reading .* failed: .*time/i);
+      await assert.rejects(
+        hashOf(spool.read(newKey())),
+        wrapping(SpoolUnavailableError, /S3 spool .*reading .* failed: .*time/i),
+      );
     } finally {
       spool.close();
       for (const socket of sockets) socket.destroy();

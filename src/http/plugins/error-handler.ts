@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isDiskFull, isStoreUnavailable } from '../../domain/failures.js';
+import { isDiskFull, isStoreUnavailable, SpoolUnavailableError } from '../../domain/failures.js';
 import {
   BalanceSpentError,
   ContentNotExaminedError,
@@ -24,6 +24,9 @@ const SPOOL_FULL_RETRY_SECONDS = 30;
 
 /** A database restart usually takes seconds. */
 const STORE_RETRY_SECONDS = 5;
+
+/** A spool directory remounted or a bucket's server restarted: seconds too, usually. */
+const SPOOL_RETRY_SECONDS = 5;
 
 /** Maps every failure to a status code and a `{"error"}` body; unknown errors become a bare 500. */
 function classify(error: FastifyError | Error): ClientError | null {
@@ -51,6 +54,15 @@ function classify(error: FastifyError | Error): ClientError | null {
       statusCode: 507,
       message: 'the service has no disk space left for new work: retry later',
       headers: { 'retry-after': String(SPOOL_FULL_RETRY_SECONDS) },
+    };
+  }
+  // The spool cannot be written (its cause, with the path or bucket, is only logged): nothing was
+  // kept. Before the store's check, which would take S3's ECONNREFUSED for the database's.
+  if (error instanceof SpoolUnavailableError) {
+    return {
+      statusCode: 503,
+      message: 'the service cannot store content right now: retry later',
+      headers: { 'retry-after': String(SPOOL_RETRY_SECONDS) },
     };
   }
   // The database is restarting or out of reach: nothing was recorded; retry shortly.

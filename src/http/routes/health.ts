@@ -28,6 +28,16 @@ function publicReason(reason: unknown): string {
     : 'not answering';
 }
 
+/** A failure and its causes, for the log (a spool's public error has its path in its cause). */
+function withCauses(reason: unknown): string {
+  const parts: string[] = [];
+  for (let at = reason, depth = 0; at !== undefined && depth < 5; depth++) {
+    parts.push(String(at));
+    at = at instanceof Error ? at.cause : undefined;
+  }
+  return parts.join(': ');
+}
+
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
  * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
@@ -41,13 +51,12 @@ export default async function health(app: FastifyInstance) {
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [[storeCheck, clamdCheck, diskCheck, queueCheck], databases] = await Promise.all([
-      readiness.check(),
-      readiness.databases(),
-    ]);
+    const [[storeCheck, clamdCheck, diskCheck, queueCheck, spoolCheck], databases] =
+      await Promise.all([readiness.check(), readiness.databases()]);
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
+    if (spoolCheck.status === 'rejected') failures.push(['spool', spoolCheck.reason]);
     // The log has the whole reason; the answer, open to anyone, names no path or address.
     const problems = failures.map(([what, reason]) => `${what}: ${publicReason(reason)}`);
     // New work was refused with 507 for want of space, and there is still too little.
@@ -55,7 +64,7 @@ export default async function health(app: FastifyInstance) {
     if (diskCheck.status === 'rejected') problems.push(`disk: ${publicReason(diskCheck.reason)}`);
     if (problems.length > 0) {
       request.log.warn(
-        { problems: failures.map(([what, reason]) => `${what}: ${String(reason)}`) },
+        { problems: failures.map(([what, reason]) => `${what}: ${withCauses(reason)}`) },
         'not ready',
       );
     }
