@@ -41,6 +41,8 @@ interface Deployment {
 /** A callback receiver: per item, its delivery ids; answers after `delayMs`. */
 async function startReceiver() {
   const deliveries = new Map<string, Set<string>>();
+  /** When each item's first delivery arrived. */
+  const arrivals = new Map<string, number>();
   let delayMs = 0;
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -51,6 +53,7 @@ async function startReceiver() {
         const ids = deliveries.get(id) ?? new Set<string>();
         ids.add(String(request.headers['x-assay-delivery']));
         deliveries.set(id, ids);
+        if (!arrivals.has(id)) arrivals.set(id, Date.now());
       } catch {
         // not a result
       }
@@ -62,6 +65,7 @@ async function startReceiver() {
   return {
     url: `http://127.0.0.1:${port}/hook`,
     deliveries,
+    arrivals,
     setDelay(ms: number) {
       delayMs = ms;
     },
@@ -251,17 +255,28 @@ async function main(): Promise<void> {
     }
     if (faults.includes('kill')) {
       receiver.setDelay(3000);
+      let killedAt = Date.now();
       const outcome = await underLoad(deployment, receiver, 20, async () => {
         await sleep(8000);
         const victim = deployment.workers[0];
         if (victim === undefined) return 0;
         victim.child.kill('SIGKILL');
-        const killedAt = Date.now();
+        killedAt = Date.now();
         await sleep(2000);
         deployment.workers[0] = await startProcess(socket, 'worker', env, victim.dataDir);
         return Date.now() - killedAt;
       });
       receiver.setDelay(0);
+      const before = outcome.accepted.filter((item) => item.acceptedAt < killedAt);
+      await waitFor(
+        'callbacks of the items accepted before the kill',
+        async () => before.every((item) => receiver.arrivals.has(item.id)),
+        300_000,
+      ).catch(() => 0);
+      const last = Math.max(...before.map((item) => receiver.arrivals.get(item.id) ?? 0));
+      console.log(
+        `  the last callback of an item accepted before the kill arrived ${((last - killedAt) / 1000).toFixed(1)} s after it`,
+      );
       await settle(
         'a worker SIGKILLed with callbacks in flight (time to recover: to its restart; its deliveries come back after their 2-minute lease)',
         deployment,

@@ -30,6 +30,7 @@ describe(`serve --processes 2 (${TEST_STORE})`, () => {
       {
         ASSAY_DATA_DIR: dataDir,
         ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+        ASSAY_CLAMD_DATABASE_DIR: 'none',
         // Per process: 20 at once fit in either.
         ASSAY_SYNC_CONCURRENCY: '24',
         ASSAY_ACCOUNT_SYNC_CONCURRENCY: '24',
@@ -44,6 +45,13 @@ describe(`serve --processes 2 (${TEST_STORE})`, () => {
     await waitUntil('both processes log that they serve', () => children().length === 2);
     const roles = serve.records.filter((r) => r.msg === 'process serving').map((r) => r.role);
     assert.deepEqual(roles.sort(), ['all', 'api'], 'one process runs jobs, the other only the API');
+    // Every child knows what the primary's clamd loaded (for the verdict key): readiness says so.
+    for (let request = 0; request < 4; request++) {
+      const ready = (await (await fetch(`${serve.url}/health/ready`)).json()) as {
+        engines: Array<{ databases_version: string | null }>;
+      };
+      assert.match(ready.engines[0]?.databases_version ?? '', /^sha256:[0-9a-f]{16}$/);
+    }
 
     const upload = async () => {
       const content = randomContent(4096);

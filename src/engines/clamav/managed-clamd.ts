@@ -28,7 +28,7 @@ export interface ManagedClamdOptions {
   clamdPath: string;
   /** Assay's upload limit in bytes; clamd's limits are set above it. */
   maxFileSize: number;
-  /** Official databases (freshclam's) found here are loaded beside Assay's own. */
+  /** Official databases (freshclam's) found here are loaded beside Assay's own ('': none). */
   systemDatabaseDir?: string;
   logger: ClamdLogger;
   startTimeoutMs?: number;
@@ -192,7 +192,8 @@ export class ManagedClamd {
     if (own.length === 0) throw new Error(`no ClamAV database files in ${ownDir}`);
     for (const file of own) await copyFile(file.path, join(dbDir, file.name));
     const official: string[] = [];
-    for (const file of await databaseFiles(this.options.systemDatabaseDir ?? '/var/lib/clamav')) {
+    const systemDir = this.options.systemDatabaseDir ?? '/var/lib/clamav';
+    for (const file of systemDir === '' ? [] : await databaseFiles(systemDir)) {
       if (own.some((o) => o.name === file.name)) {
         this.options.logger.warn(
           { file: file.path },
