@@ -43,6 +43,8 @@ async function startReceiver() {
   const deliveries = new Map<string, Set<string>>();
   /** When each item's first delivery arrived. */
   const arrivals = new Map<string, number>();
+  /** Requests per item (a delivery sent again, same id, counts again). */
+  const requests = new Map<string, number>();
   let delayMs = 0;
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -54,6 +56,7 @@ async function startReceiver() {
         ids.add(String(request.headers['x-assay-delivery']));
         deliveries.set(id, ids);
         if (!arrivals.has(id)) arrivals.set(id, Date.now());
+        requests.set(id, (requests.get(id) ?? 0) + 1);
       } catch {
         // not a result
       }
@@ -66,6 +69,7 @@ async function startReceiver() {
     url: `http://127.0.0.1:${port}/hook`,
     deliveries,
     arrivals,
+    requests,
     setDelay(ms: number) {
       delayMs = ms;
     },
@@ -276,6 +280,14 @@ async function main(): Promise<void> {
       const last = Math.max(...before.map((item) => receiver.arrivals.get(item.id) ?? 0));
       console.log(
         `  the last callback of an item accepted before the kill arrived ${((last - killedAt) / 1000).toFixed(1)} s after it`,
+      );
+      // What the killed worker had in flight (received, unanswered) is sent again after the
+      // delivery's 2-minute lease, with the same delivery id.
+      await sleep(Math.max(0, killedAt + 135_000 - Date.now()));
+      const again = outcome.accepted.filter((item) => (receiver.requests.get(item.id) ?? 0) > 1);
+      const sameId = again.filter((item) => receiver.deliveries.get(item.id)?.size === 1);
+      console.log(
+        `  sent again after the lease: ${again.length} items, ${sameId.length} of them with the same delivery id`,
       );
       await settle(
         'a worker SIGKILLed with callbacks in flight (time to recover: to its restart; its deliveries come back after their 2-minute lease)',

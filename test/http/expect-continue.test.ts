@@ -83,3 +83,37 @@ describe('Expect: 100-continue', () => {
     }
   });
 });
+
+describe('a refusal before the body is read', () => {
+  test('a small body is read and dropped and the connection kept, so a client still sending it gets the answer; a large one is not read', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const form = multipartFile(randomContent(48 * 1024));
+    const head = (length: number) =>
+      requestHead('POST', '/v2.2/files/async', {
+        authorization: basic(svc.keyId, 'wrong'),
+        'content-type': form.contentType,
+        'content-length': length,
+      });
+    // The head alone: the 401 comes before any of the body; then the body, then another request
+    // on the same connection. Closed with the body unread, the connection would be reset.
+    const body = Buffer.concat([Buffer.from(form.before), form.content, Buffer.from(form.after)]);
+    const small = rawRequest(svc.url, head(body.length));
+    const refused = await small.answered();
+    assert.deepEqual(statusLines(refused), ['HTTP/1.1 401 Unauthorized'], refused);
+    assert.doesNotMatch(refused, /connection: close/i);
+    small.send(body);
+    small.send('GET /health/live HTTP/1.1\r\nHost: assay\r\nConnection: close\r\n\r\n');
+    const { answer } = await small.closed;
+    // The second answer follows the first's body on the same connection.
+    assert.deepEqual(
+      [...answer.matchAll(/HTTP\/1\.1 \d{3} [A-Za-z ]+/g)].map((match) => match[0]),
+      ['HTTP/1.1 401 Unauthorized', 'HTTP/1.1 200 OK'],
+    );
+
+    // Past 64 KiB, the connection closes after the answer: nobody's megabytes are read for a 401.
+    const large = rawRequest(svc.url, head(10 * 1024 * 1024));
+    const { answer: closed } = await large.closed;
+    assert.deepEqual(statusLines(closed), ['HTTP/1.1 401 Unauthorized'], closed);
+    assert.match(closed, /connection: close/i);
+  });
+});
