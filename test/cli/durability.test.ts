@@ -27,11 +27,39 @@ function find(lines: string[], pattern: RegExp, from = 0): number {
 }
 
 /**
- * Where the sync of the file opened (read-only) at `open` completed: its own line, or the line
- * where the traced thread's call resumed.
+ * The first open (read-only) of `path` from `from` on, and the descriptor it gave: on its own
+ * line, or, when strace -f split the call around another thread's (`<unfinished ...>`), on the
+ * line where it resumed. Index -1 when there is none.
  */
-function syncCompleted(lines: string[], open: number, call: 'fsync' | 'fdatasync'): number {
-  const fd = /= (\d+)$/.exec(lines[open] ?? '')?.[1];
+function opened(lines: string[], path: string, from: number): { index: number; fd: string } {
+  const quoted = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const index = find(
+    lines,
+    new RegExp(`openat\\(AT_FDCWD, "${quoted}", O_RDONLY.*(= \\d+|<unfinished \\.\\.\\.>)$`),
+    from,
+  );
+  const line = lines[index] ?? '';
+  const own = /= (\d+)$/.exec(line)?.[1];
+  if (index < 0 || own !== undefined) return { index, fd: own ?? '' };
+  const pid = /^(\d+)/.exec(line)?.[1];
+  const resumed = find(
+    lines,
+    new RegExp(`^${pid} +<\\.\\.\\. openat resumed>.*= (\\d+)$`),
+    index + 1,
+  );
+  return { index, fd: /= (\d+)$/.exec(lines[resumed] ?? '')?.[1] ?? '' };
+}
+
+/**
+ * Where the sync of the file opened at `open` (with descriptor `fd`) completed: its own line, or
+ * the line where the traced thread's call resumed.
+ */
+function syncCompleted(
+  lines: string[],
+  open: number,
+  fd: string,
+  call: 'fsync' | 'fdatasync',
+): number {
   const start = find(lines, new RegExp(`^(\\d+) +${call}\\(${fd}[ )]`), open + 1);
   if (start < 0 || !(lines[start] ?? '').includes('<unfinished')) return start;
   const pid = /^(\d+)/.exec(lines[start] ?? '')?.[1];
@@ -88,13 +116,9 @@ describe('durability of the 202', () => {
     const spool = join(dataDir, 'spool');
     const renamed = find(lines, new RegExp(`rename\\("${spool}/${id}\\.part", "${spool}/${id}"`));
     assert.ok(renamed >= 0, 'the spool file is renamed into place');
-    const openDir = find(
-      lines,
-      new RegExp(`openat\\(AT_FDCWD, "${spool}", O_RDONLY.*= \\d+$`),
-      renamed,
-    );
+    const { index: openDir, fd: dirFd } = opened(lines, spool, renamed);
     assert.ok(openDir > renamed, 'the spool directory is opened after the rename');
-    const dirSynced = syncCompleted(lines, openDir, 'fsync');
+    const dirSynced = syncCompleted(lines, openDir, dirFd, 'fsync');
     assert.ok(dirSynced > openDir, 'and synced');
     const answered = find(lines, /HTTP\/1\.1 202/);
     if (onPostgres) {
@@ -104,13 +128,9 @@ describe('durability of the 202', () => {
       assert.ok(answered > commit, 'the 202 is written only after the commit');
       return;
     }
-    const openWal = find(
-      lines,
-      new RegExp(`openat\\(AT_FDCWD, "${dataDir}/assay\\.db-wal", O_RDONLY.*= \\d+$`),
-      dirSynced,
-    );
+    const { index: openWal, fd: walFd } = opened(lines, `${dataDir}/assay.db-wal`, dirSynced);
     assert.ok(openWal > dirSynced, 'the WAL holding the job commit is opened after that');
-    const walSynced = syncCompleted(lines, openWal, 'fdatasync');
+    const walSynced = syncCompleted(lines, openWal, walFd, 'fdatasync');
     assert.ok(walSynced > openWal, 'and synced');
     assert.ok(answered > walSynced, 'the 202 is written only after both syncs completed');
   });
