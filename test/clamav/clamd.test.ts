@@ -421,6 +421,16 @@ describe('managed clamd (real)', {
     assert.match(signature ?? 'clean', /^Heuristics\.Limits\.Exceeded\./);
   });
 
+  it('reports an encrypted archive instead of passing it as clean (it could not be read)', async () => {
+    const archive = zipStored([
+      { name: 'secret.txt', data: Buffer.from('nobody can read this\n'), password: 'pw' },
+    ]);
+    assert.equal((await scan(client, archive)).signature, 'Heuristics.Encrypted.Zip');
+    // The same content unencrypted is clean: the finding is the encryption's.
+    const plain = zipStored([{ name: 'secret.txt', data: Buffer.from('nobody can read this\n') }]);
+    assert.equal((await scan(client, plain)).signature, null);
+  });
+
   it('scans in parallel', async () => {
     const verdicts = await Promise.all(
       Array.from({ length: 16 }, (_, i) => scan(client, i % 2 === 0 ? eicar() : randomBytes(4096))),

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { uploadForm } from '../helpers/content.js';
+import { pollResult } from '../helpers/client.js';
+import { randomContent, uploadForm } from '../helpers/content.js';
 import { legacyRequest } from '../helpers/legacy.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
+import { zipStored } from '../helpers/zip.js';
 
 const clamd = useSharedClamd();
 // Pings go back to back: a key's rate limit must not be what answers them.
@@ -118,5 +120,32 @@ describe('hostile text does not stop the service', () => {
       assert.ok(pings > 0);
       assert.ok(slowestPingMs < FAST_MS, `${count} comments: a ping took ${slowestPingMs} ms`);
     }
+  });
+});
+
+describe('content that cannot be fully examined', () => {
+  test('an encrypted archive is flagged, never reported clean, synchronously and asynchronously', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const archive = zipStored([
+      { name: 'invoice.pdf', data: randomContent(2048), password: 'infected' },
+    ]);
+    const sync = await fetch(`${svc.url}/v2.2/files`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: uploadForm(archive),
+    });
+    assert.equal(sync.status, 201);
+    const expected = ['content.malicious.heuristics.encrypted.zip'];
+    assert.deepEqual(((await sync.json()) as { findings: string[] }).findings, expected);
+    const accepted = await fetch(`${svc.url}/v2.2/files/async`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: uploadForm(
+        zipStored([{ name: 'other.bin', data: randomContent(512), password: 'secret' }]),
+      ),
+    });
+    assert.equal(accepted.status, 202);
+    const { id } = (await accepted.json()) as { id: string };
+    assert.deepEqual((await pollResult(svc.url, svc.auth, id)).findings, expected);
   });
 });

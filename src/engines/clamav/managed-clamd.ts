@@ -252,6 +252,9 @@ MaxFileSize ${this.limits.maxFileSize}
 MaxScanSize ${this.limits.maxScanSize}
 # Content over a limit is reported as Heuristics.Limits.Exceeded.*, never passed as clean.
 AlertExceedsMax yes
+# Content no engine can read (encrypted archives and documents) is reported as
+# Heuristics.Encrypted.*, never passed as clean.
+AlertEncrypted yes
 `;
   }
 
