@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../config.js';
+import { isStoreUnavailable } from '../domain/failures.js';
 import { createLogger, startService } from '../service.js';
 import { type ChildListening, runCluster } from './cluster.js';
 
@@ -36,8 +37,29 @@ async function serve(options: ServeOptions): Promise<void> {
   await serveAlone(config, logger);
 }
 
+/**
+ * A PostgreSQL connection's error that no listener heard: pg emits it on its client as well as
+ * failing the statement the connection carried, which a listener of the store (or pg-boss) then
+ * handles. One still went unheard under load in a full test run (issue 25; its client was not
+ * found): such an error is logged and the process goes on. Anything else uncaught ends the
+ * process as Node would, its stack on stderr and exit code 1.
+ */
+function surviveUnheardDatabaseErrors(logger: Logger): void {
+  process.on('uncaughtException', (error, origin) => {
+    const fromServer = typeof (error as { severity?: unknown }).severity === 'string';
+    const fromDriver = /^Connection terminated/.test(error.message);
+    if (isStoreUnavailable(error) && (fromServer || fromDriver)) {
+      logger.warn({ err: error }, 'a database connection dropped with no listener; going on');
+      return;
+    }
+    process.stderr.write(`${origin}: ${error.stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}
+
 /** One process: the whole service, or one child of `--processes` (its primary supervises it). */
 async function serveAlone(config: Config, logger: Logger): Promise<void> {
+  if (config.databaseUrl !== '') surviveUnheardDatabaseErrors(logger);
   const service = await startService(config, logger);
   let stopping = false;
   const shutdown = (signal: string) => {
