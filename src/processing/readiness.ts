@@ -5,7 +5,8 @@ import type { QueueReport, QueueStatus } from './queue-status.js';
 
 /**
  * What readiness depends on, asked together: the store, the malware engine, room in the spool,
- * and the spool answering (ContentSpool.check: cheap, shared, reused for a second).
+ * the spool answering (ContentSpool.check: cheap, shared, reused for a second), and the version of
+ * what clamd has loaded (none while it loads, or while a change on disk is not loaded yet).
  */
 export class Readiness {
   constructor(
@@ -17,13 +18,8 @@ export class Readiness {
     /** The queue as this process works it; null when it runs no jobs (role `api`). */
     private readonly queue: QueueStatus | null,
     /** The version of every database clamd has loaded (throws while it is loading them). */
-    private readonly databasesVersion: () => Promise<string> = async () => 'none',
+    private readonly databasesVersion: () => Promise<string>,
   ) {}
-
-  /** What clamd has loaded; null while it loads or a change on disk is not loaded yet. */
-  databases(): Promise<string | null> {
-    return this.databasesVersion().catch(() => null);
-  }
 
   /** Whether this process runs jobs, so its readiness reports the queue. */
   get runsJobs(): boolean {
@@ -43,6 +39,7 @@ export class Readiness {
       PromiseSettledResult<boolean>,
       PromiseSettledResult<QueueReport | null>,
       PromiseSettledResult<void>,
+      PromiseSettledResult<string>,
     ]
   > {
     return Promise.allSettled([
@@ -51,6 +48,7 @@ export class Readiness {
       this.spool.diskFull(this.uploadBytes),
       this.queue?.report() ?? Promise.resolve(null),
       this.spool.check(),
+      this.databasesVersion(),
     ]);
   }
 }

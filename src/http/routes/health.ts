@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ClamdVersion } from '../../engines/clamav/clamd-client.js';
 import { ownSignaturesVersion } from '../../engines/clamav/signatures.js';
+import { errorForLog } from '../log-redaction.js';
 
 function describeClamav(version: ClamdVersion, ownVersion: string, databases: string | null) {
   const date = version.databaseDate;
@@ -28,16 +29,6 @@ function publicReason(reason: unknown): string {
     : 'not answering';
 }
 
-/** A failure and its causes, for the log (a spool's public error has its path in its cause). */
-function withCauses(reason: unknown): string {
-  const parts: string[] = [];
-  for (let at = reason, depth = 0; at !== undefined && depth < 5; depth++) {
-    parts.push(String(at));
-    at = at instanceof Error ? at.cause : undefined;
-  }
-  return parts.join(': ');
-}
-
 /**
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
  * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
@@ -51,8 +42,8 @@ export default async function health(app: FastifyInstance) {
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [[storeCheck, clamdCheck, diskCheck, queueCheck, spoolCheck], databases] =
-      await Promise.all([readiness.check(), readiness.databases()]);
+    const [storeCheck, clamdCheck, diskCheck, queueCheck, spoolCheck, databasesCheck] =
+      await readiness.check();
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
@@ -64,7 +55,8 @@ export default async function health(app: FastifyInstance) {
     if (diskCheck.status === 'rejected') problems.push(`disk: ${publicReason(diskCheck.reason)}`);
     if (problems.length > 0) {
       request.log.warn(
-        { problems: failures.map(([what, reason]) => `${what}: ${withCauses(reason)}`) },
+        // Each with its causes (a spool's public error has its path in its cause), redacted.
+        { problems: failures.map(([part, reason]) => ({ part, err: errorForLog(reason) })) },
         'not ready',
       );
     }
@@ -72,7 +64,13 @@ export default async function health(app: FastifyInstance) {
       status: problems.length === 0 ? 'ready' : 'not ready',
       engines:
         clamdCheck.status === 'fulfilled'
-          ? [describeClamav(clamdCheck.value, ownVersion, databases)]
+          ? [
+              describeClamav(
+                clamdCheck.value,
+                ownVersion,
+                databasesCheck.status === 'fulfilled' ? databasesCheck.value : null,
+              ),
+            ]
           : [],
       problems,
       // A process that runs jobs says how far behind the queue is (null: the store did not answer).
