@@ -3,12 +3,7 @@ import { constants } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
-import {
-  isDiskFull,
-  SpooledContentError,
-  SpoolTooLargeError,
-  SpoolUnavailableError,
-} from '../domain/failures.js';
+import { isDiskFull, SpoolTooLargeError, SpoolUnavailableError } from '../domain/failures.js';
 import { syncDirectory } from '../store/disk-sync.js';
 import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
@@ -194,14 +189,9 @@ export class LocalSpool implements ContentSpool {
    * answers a check made after the failure, else an outage. A missing directory is an outage: a
    * shared spool that is not mounted, never every item's content gone.
    */
-  private async readFailure(error: unknown, failedAt: number): Promise<Error> {
-    try {
-      await this.health.check(failedAt);
-    } catch {
-      this.health.noteFailure(error);
-      return new SpoolUnavailableError('reading', error);
-    }
-    return new SpooledContentError((error as { code?: unknown }).code === 'ENOENT', error);
+  private readFailure(error: unknown, failedAt: number): Promise<Error> {
+    const missing = (error as { code?: unknown }).code === 'ENOENT';
+    return this.health.readFailure(error, failedAt, missing);
   }
 
   close(): void {}

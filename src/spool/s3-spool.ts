@@ -154,13 +154,7 @@ export class S3Spool implements ContentSpool {
    */
   private async readFailure(error: S3SpoolError, failedAt: number): Promise<Error> {
     if (error.code === 'ENOENT') return new SpooledContentError(true, error);
-    try {
-      await this.health.check(failedAt);
-    } catch {
-      this.health.noteFailure(error);
-      return new SpoolUnavailableError('reading', error);
-    }
-    return new SpooledContentError(false, error);
+    return this.health.readFailure(error, failedAt, false);
   }
 
   private objectKey(key: string): string {

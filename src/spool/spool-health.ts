@@ -1,4 +1,4 @@
-import { SpoolUnavailableError } from '../domain/failures.js';
+import { SpooledContentError, SpoolUnavailableError } from '../domain/failures.js';
 
 /** How long a check's outcome answers later ones: readiness is open to anyone and polled often. */
 const REUSE_MS = 1000;
@@ -48,6 +48,21 @@ export class SpoolHealth {
     this.failure = error;
     // An outcome from before it no longer answers readiness.
     if (this.current !== null && this.current.settledAt !== null) this.current = null;
+  }
+
+  /**
+   * What a failed read means: the item's (SpooledContentError; `missing`: its content is not
+   * there) when the spool answers a check started after the failure (`failedAt`,
+   * performance.now()), else an outage, noted for readiness.
+   */
+  async readFailure(error: unknown, failedAt: number, missing: boolean): Promise<Error> {
+    try {
+      await this.check(failedAt);
+    } catch {
+      this.noteFailure(error);
+      return new SpoolUnavailableError('reading', error);
+    }
+    return new SpooledContentError(missing, error);
   }
 
   /** An operation wrote to the spool: it answers. */
