@@ -36,7 +36,11 @@ export function tempDir(prefix = 'assay-test-'): string {
  * One real clamd per test file: starting one per test would dominate the suite's time. Its limits
  * sit above `maxFileSize` (a smaller one makes a clamd that refuses larger streams).
  */
-export async function startSharedClamd(maxFileSize = 200 * 1024 * 1024): Promise<{
+export async function startSharedClamd(
+  maxFileSize = 200 * 1024 * 1024,
+  /** Official and third-party databases it loads beside Assay's own; default none. */
+  systemDatabaseDir?: string,
+): Promise<{
   socket: string;
   clamd: ManagedClamd;
   stop(): Promise<void>;
@@ -49,8 +53,9 @@ export async function startSharedClamd(maxFileSize = 200 * 1024 * 1024): Promise
     dataDir,
     clamdPath,
     maxFileSize,
-    // Assay's own databases only: what the machine has in /var/lib/clamav is not the tests'.
-    systemDatabaseDir: join(dataDir, 'no-official-databases'),
+    // Assay's own databases only by default: what the machine has in /var/lib/clamav is not the
+    // tests'.
+    systemDatabaseDir: systemDatabaseDir ?? join(dataDir, 'no-official-databases'),
     logger: quietLogger,
   });
   await clamd.start();

@@ -6,13 +6,13 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
+import type { ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { VERSIONS_MAX_AGE_MS } from '../../src/processing/verdict-cache.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { watchClamd } from '../helpers/clamd-watch.js';
 import { waitUntil } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
-import { buildService, quietLogger, type TestService, tempDir } from '../helpers/service.js';
+import { buildService, startSharedClamd, type TestService, tempDir } from '../helpers/service.js';
 
 // What clamd loads beyond VERSION's daily database (a third-party .ndb, say) is part of the
 // verdict key (issue 25: a clean verdict outlived a new database and came back [] for content it
@@ -26,19 +26,10 @@ function writeNdb(dir: string, name: string, signature: string, marker: Buffer):
 }
 
 /** A managed clamd loading `official` beside Assay's own databases, stopped after the test. */
-async function clamdWith(t: TestContext, official: string, dir: string): Promise<ManagedClamd> {
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed');
-  const clamd = new ManagedClamd({
-    dataDir: join(dir, 'clamd'),
-    clamdPath,
-    maxFileSize: 64 * 1024 * 1024,
-    systemDatabaseDir: official,
-    logger: quietLogger,
-  });
-  await clamd.start();
-  t.after(() => clamd.stop());
-  return clamd;
+async function clamdWith(t: TestContext, official: string): Promise<ManagedClamd> {
+  const started = await startSharedClamd(64 * 1024 * 1024, official);
+  t.after(() => started.stop());
+  return started.clamd;
 }
 
 function socketOf(clamd: ManagedClamd): string {
@@ -70,7 +61,7 @@ describe('the verdict cache and every database clamd loads', () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const official = join(dir, 'official');
     mkdirSync(official);
-    const clamd = await clamdWith(t, official, dir);
+    const clamd = await clamdWith(t, official);
     const svc = await buildService(t, { ASSAY_CLAMD: socketOf(clamd) });
     const marker = randomBytes(24);
     const content = Buffer.concat([randomContent(1000), marker, randomContent(1000)]);
@@ -98,7 +89,7 @@ describe('the verdict cache and every database clamd loads', () => {
     const official = join(dir, 'official');
     mkdirSync(official);
     writeNdb(official, 'third-party.ndb', 'Assay.Test.Unrelated', randomBytes(24));
-    const clamd = await clamdWith(t, official, dir);
+    const clamd = await clamdWith(t, official);
     // The managed clamd, as Assay's own (its load state beside the socket)...
     const managed = await buildService(t, { ASSAY_CLAMD: socketOf(clamd) });
     // ...and as a clamd someone else runs: reached through a relay in a folder of its own, with

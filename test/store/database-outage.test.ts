@@ -1,7 +1,7 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pollResult, submitFetch, waitUntil } from '../helpers/client.js';
 import { asBlob, randomContent, sha1, uploadForm } from '../helpers/content.js';
@@ -12,26 +12,33 @@ import { onPostgres, storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 
+/** The service with its database reached through a relay the test can cut or tamper with. */
+async function serviceBehindRelay(t: TestContext, env: Record<string, string> = {}) {
+  const dataDir = tempDir();
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const database = new URL(storeEnv(dataDir).ASSAY_DATABASE_URL ?? '');
+  const proxy = await startTcpProxy(database.hostname, Number(database.port));
+  t.after(() => proxy.close());
+  database.host = proxy.address;
+  const svc = await buildService(t, {
+    ASSAY_DATA_DIR: dataDir,
+    ASSAY_DATABASE_URL: database.href,
+    ASSAY_CLAMD: clamd.socket,
+    ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+    ...env,
+  });
+  return { svc, proxy };
+}
+
 describe('a database outage', { skip: onPostgres ? false : 'SQLite runs in the process' }, () => {
   test('requests get 503 with Retry-After, never 500 or a verdict; accepted work is finished after', async (t) => {
-    const dataDir = tempDir();
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const database = new URL(storeEnv(dataDir).ASSAY_DATABASE_URL ?? '');
-    const proxy = await startTcpProxy(database.hostname, Number(database.port));
-    t.after(() => proxy.close());
-    database.host = proxy.address;
     // A download that takes a while: its job is running when the database goes away.
     const remote = await startLocalServer(async (_request, response) => {
       await sleep(1500);
       response.end('content that arrives during the outage');
     });
     t.after(() => remote.close());
-    const svc = await buildService(t, {
-      ASSAY_DATA_DIR: dataDir,
-      ASSAY_DATABASE_URL: database.href,
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-    });
+    const { svc, proxy } = await serviceBehindRelay(t);
     const fetched = await submitFetch(svc.url, svc.auth, `${remote.url}/slow`);
     await remote.waitFor(1);
 
@@ -103,22 +110,10 @@ describe('a claim that loses its answer', {
   skip: onPostgres ? false : 'SQLite runs in the process',
 }, () => {
   test('the job is put back at once, not left to its lease, and finishes once', async (t) => {
-    const dataDir = tempDir();
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const database = new URL(storeEnv(dataDir).ASSAY_DATABASE_URL ?? '');
-    const proxy = await startTcpProxy(database.hostname, Number(database.port));
-    t.after(() => proxy.close());
-    database.host = proxy.address;
     const content = randomContent(2048);
     const remote = await startLocalServer((_request, response) => response.end(content));
     t.after(() => remote.close());
-    const svc = await buildService(t, {
-      ASSAY_DATA_DIR: dataDir,
-      ASSAY_DATABASE_URL: database.href,
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-      ASSAY_JOB_LEASE: '60',
-    });
+    const { svc, proxy } = await serviceBehindRelay(t, { ASSAY_JOB_LEASE: '60' });
     // The claim's conditional update (JobRepository.claim) reaches PostgreSQL and commits; its
     // answer is lost with the connection.
     const dropped = proxy.dropAnswerTo(/update "jobs" set "state" = \$1, "attempts" = \$2/);
