@@ -1,6 +1,7 @@
 // The typed configuration every part of Assay reads; config.ts parses it from ASSAY_* variables.
 
-import type { FindingsStyle } from './engines/clamav/findings.js';
+import type { FindingsStyle, UnexaminedOutcome } from './engines/clamav/findings.js';
+import type { ClamdReloadMode } from './engines/clamav/managed-clamd.js';
 import type { VerdictCacheMode } from './processing/verdict-cache.js';
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
@@ -32,6 +33,13 @@ export interface Config {
   clamdDatabaseDir: string;
   /** How long an external clamd may take to load a changed database. */
   clamdSelfCheckMs: number;
+  /** The operator's own databases and YARA rules ('' for none), loaded by the managed clamd. */
+  signaturesDir: string;
+  /** How often the managed clamd's signature folders are looked at for changes. */
+  signatureCheckMs: number;
+  clamdReload: ClamdReloadMode;
+  /** What content clamd could not fully examine becomes: a finding or an error. */
+  unexamined: UnexaminedOutcome;
   bootstrapCredentials: BootstrapCredentials | null;
   findingsStyle: FindingsStyle;
   logLevel: LogLevel;

@@ -98,6 +98,9 @@ export async function startClamd(
     clamdPath,
     maxFileSize: engineCapacity(config),
     systemDatabaseDir: config.clamdDatabaseDir,
+    operatorSignaturesDir: config.signaturesDir,
+    signatureCheckMs: config.signatureCheckMs,
+    reload: config.clamdReload,
     logger: logger.child({ component: 'clamd' }),
     onLoadChange,
   });
@@ -133,6 +136,7 @@ export function engineVersions(
     assay: packageVersion(),
     ownSignatures: ownSignaturesVersion(),
     findingsStyle: config.findingsStyle,
+    unexamined: config.unexamined,
     engines: engines.map((engine) => `${engine.name}/${engine.category}/${engine.maxBytes}`),
     nsfwImageThreshold: config.nsfw.imageThreshold,
   });
@@ -145,6 +149,12 @@ export function engineVersions(
     async () => `databases ${await databasesVersion()}`,
     async () => `store ${await store.engineVersions.describe()}`,
   ]);
+}
+
+/** clamd's engine and database versions for a result's trace: the first two changing parts. */
+async function signatureVersions(versions: EngineVersions | null): Promise<string | null> {
+  const parts = versions === null ? null : await versions.changing();
+  return parts === null ? null : parts.slice(0, 2).join(', ');
 }
 
 /** Faults injected by tests only; the command line never passes any. */
@@ -248,13 +258,12 @@ export async function startService(
       { mode: config.verdictCache, ttlMs: config.verdictCacheTtlMs },
       logger.child({ component: 'verdict-cache' }),
     );
-    const scanner = new ContentScanner(
-      clamd,
-      detector,
-      config.findingsStyle,
-      engines,
-      verdictCache,
-    );
+    const scanner = new ContentScanner(clamd, detector, engines, {
+      findingsStyle: config.findingsStyle,
+      unexamined: config.unexamined,
+      cache: verdictCache,
+      signatureVersions: () => signatureVersions(versions),
+    });
     spool = await openSpool(config);
     await spool.init();
     logger.info({ spool: spool.describe }, 'spool ready');

@@ -26,6 +26,22 @@ export const SETTINGS = {
     default: '3600',
     doc: "For a clamd you run: seconds it may take to load a changed database (its SelfCheck; 3600 in Debian's clamd.conf). Verdicts are neither reused nor stored for that long after ASSAY_CLAMD_DATABASE_DIR changes.",
   },
+  ASSAY_SIGNATURES_DIR: {
+    default: 'none',
+    doc: "Your own ClamAV databases and YARA rules (`.yar`, `.yara`): the managed clamd loads them beside Assay's own and the official ones. Files added, changed or removed here, in ASSAY_CLAMD_DATABASE_DIR and in Assay's own folder are loaded without a restart. `none`: no such folder.",
+  },
+  ASSAY_SIGNATURES_CHECK: {
+    default: '10',
+    doc: 'Seconds between looks at the signature folders for added, changed and removed files (the managed clamd).',
+  },
+  ASSAY_CLAMD_RELOAD: {
+    default: 'concurrent',
+    doc: '`concurrent`: the managed clamd scans on with the old signatures while it loads new ones (both sets in memory meanwhile); `blocking`: it answers nothing until the new set is loaded (half the memory).',
+  },
+  ASSAY_UNEXAMINED: {
+    default: 'finding',
+    doc: 'Content clamd could not fully examine (encrypted archives and documents; archives over the depth, file-count or size limits; scans over the time limit): `finding` reports a `content.malicious.heuristics.*` finding; `error` makes it an error (sync: 422; async: a result with `error`). Never a clean result.',
+  },
   ASSAY_BOOTSTRAP_CREDENTIALS: { default: '', doc: '`key:secret` created at start if absent.' },
   ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },

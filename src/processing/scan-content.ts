@@ -5,7 +5,12 @@ import {
   ClamdUnavailableError,
   type InstreamScan,
 } from '../engines/clamav/clamd-client.js';
-import { clamdSignatureToFinding, type FindingsStyle } from '../engines/clamav/findings.js';
+import {
+  clamdSignatureToFinding,
+  type FindingsStyle,
+  notFullyExamined,
+  type UnexaminedOutcome,
+} from '../engines/clamav/findings.js';
 import {
   type ContentTypeDetector,
   ContentTypeUnavailableError,
@@ -55,6 +60,15 @@ export interface ScanOptions {
 /** An engine examining one item longer than this has failed (its own caps are usually lower). */
 const ENGINE_TIME_LIMIT_MS = 120_000;
 
+export interface ContentScannerOptions {
+  findingsStyle: FindingsStyle;
+  /** Content clamd could not fully examine: reported as its finding, or as an error. */
+  unexamined: UnexaminedOutcome;
+  cache?: VerdictCache | null;
+  /** clamd's engine and signature versions for the trace (null: unknown now). */
+  signatureVersions?: () => Promise<string | null>;
+}
+
 /**
  * Scans content in one streaming pass: SHA-1 and SHA-256, the media type from the first bytes, and
  * clamd's INSTREAM (MALWARE), with backpressure from clamd to the source. Content the other enabled
@@ -69,13 +83,20 @@ const ENGINE_TIME_LIMIT_MS = 120_000;
  * as it arrives, as without the cache; nothing more than those first bytes is ever held for it.
  */
 export class ContentScanner {
+  private readonly findingsStyle: FindingsStyle;
+  private readonly unexamined: UnexaminedOutcome;
+  private readonly cache: VerdictCache | null;
+
   constructor(
     private readonly clamd: ClamdClient,
     private readonly detector: ContentTypeDetector,
-    private readonly findingsStyle: FindingsStyle,
     private readonly engines: readonly ContentEngine[],
-    private readonly cache: VerdictCache | null = null,
-  ) {}
+    private readonly options: ContentScannerOptions,
+  ) {
+    this.findingsStyle = options.findingsStyle;
+    this.unexamined = options.unexamined;
+    this.cache = options.cache ?? null;
+  }
 
   async scan(source: AsyncIterable<Buffer>, options: ScanOptions): Promise<ContentVerdict> {
     const enabled = new Set(options.categories);
@@ -87,6 +108,8 @@ export class ContentScanner {
       );
     }
     const { accountId, signal } = options;
+    // Read while clamd scans: the versions it scans with are these or newer (read each second).
+    const signatureVersions = malware ? (this.options.signatureVersions?.() ?? null) : null;
     // Where an earlier verdict may answer: the cache on, and an account the item is for.
     const reuse =
       accountId !== undefined && this.cache?.enabled ? { cache: this.cache, accountId } : null;
@@ -198,6 +221,7 @@ export class ContentScanner {
       const { findings, reports, complete } = this.combine(
         malware,
         clamdSignature,
+        await signatureVersions,
         engines,
         wanted,
         engineResults as PromiseSettledResult<EngineReport>[],
@@ -233,11 +257,16 @@ export class ContentScanner {
   private combine(
     malware: boolean,
     signature: string | null,
+    versions: string | null,
     engines: readonly ContentEngine[],
     wanted: readonly ContentEngine[],
     engineResults: readonly PromiseSettledResult<EngineReport>[],
     type: string,
   ): { findings: string[]; reports: string[]; complete: boolean } {
+    const unexamined = signature === null ? null : notFullyExamined(signature);
+    if (unexamined !== null && this.unexamined === 'error') {
+      throw new ContentNotExaminedError(`the content could not be fully examined: ${unexamined}`);
+    }
     const findings =
       signature === null ? [] : [clamdSignatureToFinding(signature, this.findingsStyle)];
     const reports = [
@@ -245,6 +274,9 @@ export class ContentScanner {
         ? `engine clamav (MALWARE): ${signature === null ? 'clean' : `found ${signature}`}`
         : 'engine clamav (MALWARE): not enabled for this key',
     ];
+    if (malware && this.options.signatureVersions !== undefined) {
+      reports.push(`engine clamav versions: ${versions ?? 'could not be read'}`);
+    }
     const failures: string[] = [];
     wanted.forEach((engine, index) => {
       const result = engineResults[index] as PromiseSettledResult<EngineReport>;

@@ -26,7 +26,7 @@ export type VersionSource = () => Promise<string>;
  * therefore never stored under versions newer than the ones that scanned it.
  */
 export class EngineVersions {
-  private reading: { at: number; value: Promise<string | null> } | null = null;
+  private reading: { at: number; value: Promise<string[] | null> } | null = null;
 
   constructor(
     private readonly fixed: string,
@@ -35,11 +35,17 @@ export class EngineVersions {
   ) {}
 
   /** The engines' identity, or null when a changing part cannot be read (clamd down). */
-  current(): Promise<string | null> {
+  async current(): Promise<string | null> {
+    const parts = await this.changing();
+    return parts === null ? null : [this.fixed, ...parts].join('\n');
+  }
+
+  /** The changing parts as last read (each source's, in order), or null when one cannot be read. */
+  changing(): Promise<string[] | null> {
     const now = Date.now();
     if (this.reading !== null && now - this.reading.at < this.maxAgeMs) return this.reading.value;
     const value = Promise.all(this.sources.map((source) => source())).then(
-      (parts) => [this.fixed, ...parts].join('\n'),
+      (parts) => parts,
       () => {
         // Not remembered: the next item asks again.
         if (this.reading?.value === value) this.reading = null;

@@ -56,6 +56,8 @@ export async function startSharedClamd(
     // Assay's own databases only by default: what the machine has in /var/lib/clamav is not the
     // tests'.
     systemDatabaseDir: systemDatabaseDir ?? join(dataDir, 'no-official-databases'),
+    // Changes are loaded when a test says so (RELOAD, a restart), never by the hourly look.
+    signatureCheckMs: 3_600_000,
     logger: quietLogger,
   });
   await clamd.start();

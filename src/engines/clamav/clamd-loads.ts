@@ -1,4 +1,6 @@
 import { connect } from 'node:net';
+import { basename, dirname } from 'node:path';
+import type { ClamdDatabaseDir, RefusedFile } from './clamd-database-dir.js';
 import {
   DatabaseDigests,
   type DatabaseSet,
@@ -21,19 +23,24 @@ export class ClamdLoads {
   private steps: Promise<void> = Promise.resolve();
   /** The set on disk when the reload under way began. */
   private reloadBefore: Promise<DatabaseSet> | null = null;
+  /** Database files the load under way could not read, as clamd named them. */
+  private failed: RefusedFile[] = [];
+  private readonly dbDir: string;
 
   constructor(
     /** Where the state file goes: beside clamd's socket. */
     private readonly stateDir: string,
     /** clamd's DatabaseDirectory. */
-    private readonly dbDir: string,
+    private readonly databases: ClamdDatabaseDir,
     private readonly options: {
       logger: ClamdLogger;
       onLoadChange?: () => void;
       /** Asks clamd to load its databases again. */
       reload: () => Promise<void>;
     },
-  ) {}
+  ) {
+    this.dbDir = databases.dir;
+  }
 
   /** Before clamd starts: `loading`, and the set it is about to read. */
   async starting(): Promise<DatabaseSet> {
@@ -61,10 +68,40 @@ export class ClamdLoads {
     });
   }
 
-  /** A line clamd wrote once it answered: a reload begins or is activated. */
+  /**
+   * Refuses the database files the last load could not read (clamd exited at its start, or kept
+   * its previous set); false when there were none or one cannot be refused.
+   */
+  async refuseFailed(): Promise<boolean> {
+    const failed = this.failed;
+    this.failed = [];
+    return this.databases.refuse(failed);
+  }
+
+  /** Any line of clamd's output, its first load's included: files it could not load. */
+  onAnyOutput(line: string): void {
+    const cannotLoad = CANNOT_LOAD.exec(line);
+    if (cannotLoad !== null) {
+      const [, path = '', reason = ''] = cannotLoad;
+      if (dirname(path) === this.dbDir) this.failed.push({ name: basename(path), reason });
+      return;
+    }
+    // clamd loads a YARA file's other rules and leaves out those it cannot parse.
+    const yara = YARA_RULES_FAILED.exec(line);
+    if (yara !== null) {
+      const [, count = '', path = ''] = yara;
+      this.options.logger.error(
+        { file: this.databases.sourceOf(basename(path)) ?? path, rules: Number(count) },
+        'YARA rules refused: clamd could not parse them (its other rules are loaded)',
+      );
+    }
+  }
+
+  /** A line clamd wrote once it answered: a reload begins, is activated, or failed. */
   onOutput(line: string): void {
     // SelfCheck found a change, or RELOAD: the set on disk now is what it reads.
     if (line.startsWith('Reading databases from ')) {
+      this.failed = [];
       this.enqueue(async () => {
         await this.markLoading();
         this.reloadBefore = this.digests.of(this.dbDir);
@@ -76,6 +113,19 @@ export class ClamdLoads {
         this.reloadBefore = null;
         if (before !== null) await this.settle(await before);
       });
+    } else if (line.includes('Database reload failed, keeping the previous instance')) {
+      this.enqueue(async () => {
+        this.reloadBefore = null;
+        // Still `loading`: no verdict is reused or stored until a load succeeds.
+        if (await this.refuseFailed()) {
+          await this.options.reload();
+        } else {
+          this.options.logger.error(
+            {},
+            'clamd could not load its databases and keeps the previous ones; it will load them again at the next change',
+          );
+        }
+      });
     }
   }
 
@@ -84,6 +134,12 @@ export class ClamdLoads {
     this.options.onLoadChange?.();
   }
 }
+
+// libclamav: "LibClamAV Error: Can't load /path/x.ndb: Malformed database".
+const CANNOT_LOAD = /^LibClamAV Error: Can't load (\/[^:]{1,4096}): (.{0,500})$/;
+// "cli_loadyara: failed to parse or load 1 yara rules from file /path/x.yar, successfully ..."
+const YARA_RULES_FAILED =
+  /cli_loadyara: failed to parse or load (\d{1,9}) yara rules from file (\/[^,]{1,4096}),/;
 
 /** Sends clamd RELOAD; its output then reports the load. A failure is logged. */
 export function reloadClamd(socketPath: string, logger: ClamdLogger): Promise<void> {

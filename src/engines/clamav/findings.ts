@@ -1,5 +1,24 @@
 export type FindingsStyle = 'content' | 'av';
 
+/** What content clamd could not fully examine becomes (ASSAY_UNEXAMINED): never a clean result. */
+export type UnexaminedOutcome = 'finding' | 'error';
+
+/**
+ * Why clamd could not fully examine content, from its alert (AlertEncrypted, AlertExceedsMax and
+ * MaxScanTime in the managed clamd.conf), or null for a detection of what it did examine.
+ */
+export function notFullyExamined(signature: string): string | null {
+  const [heuristics, kind, third, detail] = signature.split('.', 4);
+  if (heuristics !== 'Heuristics') return null;
+  if (kind === 'Encrypted') return `it is encrypted (${signature})`;
+  if (kind === 'Limits' && third === 'Exceeded') {
+    return detail === 'MaxScanTime'
+      ? `its scan took longer than the time limit (${signature})`
+      : `it is over a limit of depth, file count or size (${signature})`;
+  }
+  return null;
+}
+
 const EICAR = /eicar/i;
 
 /**

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, rmSync, statSync } from 'node:fs';
-import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -11,7 +11,7 @@ import {
   ClamdClient,
   VERDICT_MARGIN_MS,
 } from './clamd-client.js';
-import { databaseFiles } from './clamd-databases.js';
+import { ClamdDatabaseDir, type SignatureSource } from './clamd-database-dir.js';
 import { ClamdLoads, reloadClamd } from './clamd-loads.js';
 import { ownSignaturesDir } from './signatures.js';
 
@@ -30,6 +30,15 @@ export interface ManagedClamdOptions {
   maxFileSize: number;
   /** Official databases (freshclam's) found here are loaded beside Assay's own ('': none). */
   systemDatabaseDir?: string;
+  /** The operator's own databases and YARA rules (ASSAY_SIGNATURES_DIR; '': none). */
+  operatorSignaturesDir?: string;
+  /** How often the signature folders are looked at for added, changed and removed files. */
+  signatureCheckMs?: number;
+  /**
+   * `concurrent`: clamd scans on with the old set while it loads the new one (both in memory for
+   * the load); `blocking`: it answers nothing until the new set is loaded. Default concurrent.
+   */
+  reload?: ClamdReloadMode;
   logger: ClamdLogger;
   startTimeoutMs?: number;
   /** clamd's SelfCheck: how often it looks for changed databases and reloads them. Default 600. */
@@ -37,6 +46,8 @@ export interface ManagedClamdOptions {
   /** Told when what clamd has loaded changes (a load begins or ends), to read versions again. */
   onLoadChange?: () => void;
 }
+
+export type ClamdReloadMode = 'concurrent' | 'blocking';
 
 /** The limits written to clamd.conf, in bytes. */
 export interface ClamdLimits {
@@ -56,6 +67,9 @@ const STABLE_RUN_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
 const OUTPUT_TAIL_LINES = 20;
 const SETPRIV = '/usr/bin/setpriv';
+const SIGNATURE_CHECK_MS = 10_000;
+// Starts that may each refuse database files clamd could not load before giving up.
+const START_ATTEMPTS = 5;
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -104,9 +118,11 @@ export class ManagedClamd {
   private readonly dir: string;
   private readonly socketPath: string;
   private readonly configPath: string;
-  private readonly dbDir: string;
+  /** clamd's DatabaseDirectory: links to every signature folder's files. */
+  private readonly databases: ClamdDatabaseDir;
   /** What clamd has loaded, for the verdict cache's key. */
   private readonly loads: ClamdLoads;
+  private signatureCheck: NodeJS.Timeout | undefined;
   private readonly outputTail: string[] = [];
   private child: Child | undefined;
   private running = false;
@@ -122,8 +138,14 @@ export class ManagedClamd {
     this.dir = join(resolve(options.dataDir), 'clamd');
     this.socketPath = join(this.dir, 'clamd.sock');
     this.configPath = join(this.dir, 'clamd.conf');
-    this.dbDir = join(this.dir, 'db');
-    this.loads = new ClamdLoads(this.dir, this.dbDir, {
+    const sources: SignatureSource[] = [{ dir: ownSignaturesDir(), kind: 'own' }];
+    if ((options.operatorSignaturesDir ?? '') !== '') {
+      sources.push({ dir: resolve(options.operatorSignaturesDir ?? ''), kind: 'operator' });
+    }
+    const systemDir = options.systemDatabaseDir ?? '/var/lib/clamav';
+    if (systemDir !== '') sources.push({ dir: resolve(systemDir), kind: 'official' });
+    this.databases = new ClamdDatabaseDir(join(this.dir, 'db'), sources, options.logger);
+    this.loads = new ClamdLoads(this.dir, this.databases, {
       logger: options.logger,
       onLoadChange: options.onLoadChange,
       reload: () => reloadClamd(this.socketPath, options.logger),
@@ -148,16 +170,30 @@ export class ManagedClamd {
       throw new Error(`clamd cannot use a data dir with blanks: ${this.dir}`);
     const startedAt = Date.now();
     await this.prepareFiles();
-    const before = await this.loads.starting();
     process.on('exit', this.killOnExit);
-    try {
-      await this.waitUntilAnswering(this.spawnChild());
-      await this.loads.settle(before);
-    } catch (error) {
-      await this.stop();
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      const before = await this.loads.starting();
+      try {
+        await this.waitUntilAnswering(this.spawnChild());
+        await this.loads.settle(before);
+        break;
+      } catch (error) {
+        await this.stop();
+        // A database file it could not load: once more without it (logged as refused).
+        if (attempt < START_ATTEMPTS && (await this.loads.refuseFailed())) {
+          process.on('exit', this.killOnExit);
+          continue;
+        }
+        throw error;
+      }
     }
     this.running = true;
+    const checkMs = this.options.signatureCheckMs ?? SIGNATURE_CHECK_MS;
+    this.signatureCheck = setInterval(
+      () => this.loads.enqueue(() => this.loadChangedSignatures()),
+      checkMs,
+    );
+    this.signatureCheck.unref();
     this.options.logger.info(
       { pid: this.pid, ms: Date.now() - startedAt, socket: this.socketPath },
       'clamd started',
@@ -167,6 +203,7 @@ export class ManagedClamd {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.restartTimer);
+    clearInterval(this.signatureCheck);
     const child = this.child;
     if (child !== undefined && child.exit === undefined) {
       child.process.kill('SIGTERM');
@@ -178,45 +215,27 @@ export class ManagedClamd {
     process.off('exit', this.killOnExit);
   }
 
+  /** Links added, changed or removed signature files into clamd's folder, and has it reload them. */
+  private async loadChangedSignatures(): Promise<void> {
+    if (!this.running || this.child?.answered !== true) return;
+    if (!(await this.databases.sync())) return;
+    this.options.logger.info({}, 'signature databases changed; clamd loads them');
+    await reloadClamd(this.socketPath, this.options.logger);
+  }
+
   private async prepareFiles(): Promise<void> {
     const tmpDir = join(this.dir, 'tmp');
-    const dbDir = this.dbDir;
     // Rebuilt at every start: leftovers of a killed clamd and links to removed databases go.
     await rm(tmpDir, { recursive: true, force: true });
-    await rm(dbDir, { recursive: true, force: true });
     await mkdir(tmpDir, { recursive: true });
-    await mkdir(dbDir, { recursive: true });
-
-    const ownDir = ownSignaturesDir();
-    const own = await databaseFiles(ownDir);
-    if (own.length === 0) throw new Error(`no ClamAV database files in ${ownDir}`);
-    for (const file of own) await copyFile(file.path, join(dbDir, file.name));
-    const official: string[] = [];
-    const systemDir = this.options.systemDatabaseDir ?? '/var/lib/clamav';
-    for (const file of systemDir === '' ? [] : await databaseFiles(systemDir)) {
-      if (own.some((o) => o.name === file.name)) {
-        this.options.logger.warn(
-          { file: file.path },
-          'clamd database name clashes with our own; skipped',
-        );
-        continue;
-      }
-      await symlink(file.path, join(dbDir, file.name));
-      official.push(file.name);
-    }
-    this.options.logger.info(
-      { own: own.map((f) => f.name), official },
-      official.length > 0
-        ? 'clamd databases prepared'
-        : 'clamd databases prepared (no official ones)',
-    );
+    await this.databases.rebuild();
     if (this.limits.maxFileSize < this.options.maxFileSize) {
       this.options.logger.warn(
         { maxFileSize: this.options.maxFileSize, clamdMaxFileSize: this.limits.maxFileSize },
         'clamd cannot scan files this large: they will be reported as Heuristics.Limits.Exceeded',
       );
     }
-    await writeFile(this.configPath, this.config(tmpDir, dbDir));
+    await writeFile(this.configPath, this.config(tmpDir, this.databases.dir));
   }
 
   private config(tmpDir: string, dbDir: string): string {
@@ -244,9 +263,11 @@ ReadTimeout ${readTimeoutSeconds}
 # A scan that takes longer is reported as Heuristics.Limits.Exceeded.MaxScanTime (see below);
 # Assay's client waits for the verdict a little longer than this, so clamd's answer comes first.
 MaxScanTime ${CLAMD_MAX_SCAN_TIME_MS}
+# Assay links new signature files in and asks for a reload itself; this catches the rest.
 SelfCheck ${this.options.selfCheckSeconds ?? 600}
-# A concurrent reload would need twice the memory of the official databases.
-ConcurrentDatabaseReload no
+# yes: scanning goes on with the old set during a reload, which holds both sets in memory;
+# no: clamd answers nothing until the new set is loaded (ASSAY_CLAMD_RELOAD).
+ConcurrentDatabaseReload ${this.options.reload === 'blocking' ? 'no' : 'yes'}
 StreamMaxLength ${this.limits.streamMaxLength}
 MaxFileSize ${this.limits.maxFileSize}
 MaxScanSize ${this.limits.maxScanSize}
@@ -300,6 +321,7 @@ AlertEncrypted yes
 
   private onOutput(line: string): void {
     if (line.trim() === '') return;
+    this.loads.onAnyOutput(line);
     // (The first load of each clamd is the start's, settled once it answers.)
     if (this.child?.answered === true) this.loads.onOutput(line);
     this.outputTail.push(line);
@@ -328,6 +350,8 @@ AlertEncrypted yes
     this.restartTimer = setTimeout(() => {
       if (!this.running) return;
       this.loads.enqueue(async () => {
+        // It may have died loading a file it cannot read: that file is left out.
+        await this.loads.refuseFailed();
         const before = await this.loads.starting();
         if (!this.running) return;
         let child: Child;

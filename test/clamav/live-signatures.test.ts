@@ -1,0 +1,183 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { traceMessages } from '../helpers/callbacks.js';
+import { waitUntil } from '../helpers/client.js';
+import { randomContent, uploadForm } from '../helpers/content.js';
+import { capturedLogger } from '../helpers/logs.js';
+import { buildService, type TestService, tempDir } from '../helpers/service.js';
+
+// Issue 26: signature files added, changed, removed or broken while Assay runs reach its managed
+// clamd without a restart; a broken one is refused by name and the rest keeps scanning.
+
+/** Writes a file at once (as updaters do: a new name, then a rename). */
+function writeAtOnce(path: string, text: string): void {
+  writeFileSync(`${path}.new`, text);
+  renameSync(`${path}.new`, path);
+}
+
+function ndb(signature: string, marker: Buffer): string {
+  return `${signature}:0:*:${marker.toString('hex')}\n`;
+}
+
+function yara(rule: string, marker: string): string {
+  return `rule ${rule} { strings: $a = "${marker}" condition: $a }\n`;
+}
+
+/** Content with `marker` inside random bytes (fresh each time: clamd caches by hash). */
+function carrying(marker: Buffer | string): Buffer {
+  return Buffer.concat([randomContent(700), Buffer.from(marker), randomContent(700)]);
+}
+
+async function scan(
+  svc: TestService,
+  content: Buffer,
+): Promise<{ id: string; findings: string[] }> {
+  const response = await fetch(`${svc.url}/v2.2/files`, {
+    method: 'POST',
+    headers: { authorization: svc.auth },
+    body: uploadForm(content),
+  });
+  assert.equal(response.status, 201, await response.clone().text());
+  return (await response.json()) as { id: string; findings: string[] };
+}
+
+async function databasesVersion(svc: TestService): Promise<string | null> {
+  const ready = await fetch(`${svc.url}/health/ready`);
+  assert.equal(ready.status, 200);
+  const body = (await ready.json()) as { engines: Array<{ databases_version: string | null }> };
+  return body.engines[0]?.databases_version ?? null;
+}
+
+async function flaggedSoon(svc: TestService, content: () => Buffer, finding: string) {
+  await waitUntil(
+    `content is flagged ${finding}`,
+    async () => (await scan(svc, content())).findings.includes(finding),
+    30_000,
+  );
+}
+
+async function serviceWithFolders(t: TestContext, atStart: (own: string) => void = () => {}) {
+  const dir = tempDir('assay-signatures-');
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const operator = join(dir, 'mine');
+  const official = join(dir, 'official');
+  mkdirSync(operator);
+  mkdirSync(official);
+  atStart(operator);
+  const log = capturedLogger('info');
+  const svc = await buildService(
+    t,
+    {
+      ASSAY_SIGNATURES_DIR: operator,
+      ASSAY_CLAMD_DATABASE_DIR: official,
+      ASSAY_SIGNATURES_CHECK: '1',
+    },
+    log.logger,
+  );
+  return { svc, operator, official, log };
+}
+
+describe('signatures, live', () => {
+  test('a YARA rule and an .ndb file added at run time flag content without a restart; removed, they stop', async (t) => {
+    const { svc, operator, official } = await serviceWithFolders(t);
+    const clamdPid = svc.service.managedClamd?.pid;
+    assert.ok(clamdPid !== undefined);
+    const yaraMarker = `assay-yara-${randomBytes(12).toString('hex')}`;
+    const ndbMarker = randomBytes(24);
+    const early = carrying(yaraMarker);
+    assert.deepEqual((await scan(svc, early)).findings, []);
+    assert.deepEqual((await scan(svc, carrying(ndbMarker))).findings, []);
+    const before = await databasesVersion(svc);
+    assert.match(before ?? '', /^sha256:[0-9a-f]{16}$/);
+
+    // The operator's folder takes a rule; the official one a file that did not exist at start.
+    writeAtOnce(join(operator, 'mine.yar'), yara('AssayLiveRule', yaraMarker));
+    writeAtOnce(join(official, 'third-party.ndb'), ndb('Assay.Test.Live', ndbMarker));
+    await flaggedSoon(svc, () => carrying(yaraMarker), 'content.malicious.yara.assayliverule');
+    await flaggedSoon(svc, () => carrying(ndbMarker), 'content.malicious.assay.test.live');
+    assert.equal(svc.service.managedClamd?.pid, clamdPid, 'the same clamd: no restart');
+
+    // The verdict given before the change is not reused for the same content.
+    const again = await scan(svc, early);
+    assert.deepEqual(again.findings, ['content.malicious.yara.assayliverule']);
+    const after = await databasesVersion(svc);
+    assert.match(after ?? '', /^sha256:[0-9a-f]{16}$/);
+    assert.notEqual(after, before, 'readiness shows the new set');
+    const trace = await traceMessages(svc.url, svc.auth, again.id);
+    assert.ok(
+      trace.some(
+        (line) =>
+          line.startsWith('engine clamav versions: clamd ') && line.includes(`databases ${after}`),
+      ),
+      `the trace names the versions that scanned it: ${trace.join(' | ')}`,
+    );
+
+    rmSync(join(operator, 'mine.yar'));
+    await waitUntil(
+      'a removed rule stops flagging',
+      async () => (await scan(svc, carrying(yaraMarker))).findings.length === 0,
+      30_000,
+    );
+    assert.deepEqual((await scan(svc, carrying(ndbMarker))).findings, [
+      'content.malicious.assay.test.live',
+    ]);
+  });
+
+  test('a broken database or rule file is refused by name; the rest loads and scanning goes on', async (t) => {
+    const { svc, operator, log } = await serviceWithFolders(t);
+    const good = randomBytes(24);
+    writeAtOnce(join(operator, 'good.ndb'), ndb('Assay.Test.Good', good));
+    await flaggedSoon(svc, () => carrying(good), 'content.malicious.assay.test.good');
+    const version = await databasesVersion(svc);
+
+    // A malformed body signature (clamd refuses the whole load for it), a rule with an undefined
+    // string (clamd leaves the rule out), and a good file added beside them.
+    const later = randomBytes(24);
+    writeAtOnce(join(operator, 'broken.ndb'), 'Assay.Test.Broken:0:*:zzzz\n');
+    writeAtOnce(join(operator, 'broken.yar'), 'rule Broken { strings: $a = "x" condition: $b }\n');
+    writeAtOnce(join(operator, 'later.ndb'), ndb('Assay.Test.Later', later));
+    await flaggedSoon(svc, () => carrying(later), 'content.malicious.assay.test.later');
+    assert.deepEqual((await scan(svc, carrying(good))).findings, [
+      'content.malicious.assay.test.good',
+    ]);
+    const refused = log.records().filter((r) => /refused/.test(String(r.msg)));
+    assert.ok(
+      refused.some((r) => r.file === join(operator, 'broken.ndb') && r.level === 50),
+      `an error names the broken database: ${JSON.stringify(refused)}`,
+    );
+    assert.ok(
+      refused.some((r) => r.file === join(operator, 'broken.yar')),
+      `an error names the broken rule file: ${JSON.stringify(refused)}`,
+    );
+    const now = await databasesVersion(svc);
+    assert.match(now ?? '', /^sha256:/, 'ready, on a known set');
+    assert.notEqual(now, version);
+
+    // Mended, the refused file is loaded.
+    const mended = randomBytes(24);
+    writeAtOnce(join(operator, 'broken.ndb'), ndb('Assay.Test.Mended', mended));
+    await flaggedSoon(svc, () => carrying(mended), 'content.malicious.assay.test.mended');
+  });
+
+  test('a broken database file present at start is refused, and clamd starts without it', async (t) => {
+    const good = randomBytes(24);
+    const { svc, operator, log } = await serviceWithFolders(t, (dir) => {
+      writeFileSync(join(dir, 'broken.ndb'), 'Assay.Test.Broken:0:*:zzzz\n');
+      writeFileSync(join(dir, 'good.ndb'), ndb('Assay.Test.Good', good));
+    });
+    assert.deepEqual((await scan(svc, carrying(good))).findings, [
+      'content.malicious.assay.test.good',
+    ]);
+    assert.ok(
+      log
+        .records()
+        .some((r) => r.file === join(operator, 'broken.ndb') && /refused/.test(String(r.msg))),
+      'an error names the broken database',
+    );
+    assert.match((await databasesVersion(svc)) ?? '', /^sha256:/);
+  });
+});
