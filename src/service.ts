@@ -238,6 +238,12 @@ export async function startService(
     // A load of the managed clamd's databases is seen at once here (other processes: within 1 s).
     let versions: EngineVersions | null = null;
     managedClamd = await startClamd(config, logger, () => versions?.changed());
+    if (!clamdInDataDir(config) && config.signaturesDir !== '') {
+      logger.warn(
+        { signaturesDir: config.signaturesDir },
+        "ASSAY_SIGNATURES_DIR is loaded by the managed clamd only: put these files in your clamd's DatabaseDirectory",
+      );
+    }
     const clamdAddress =
       managedClamd?.address ??
       parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : '');
