@@ -33,6 +33,8 @@ export interface Config {
   clamdDatabaseDir: string;
   /** How long an external clamd may take to load a changed database. */
   clamdSelfCheckMs: number;
+  /** Console sessions: how long they last, and unused. */
+  console: { sessionMs: number; idleMs: number };
   /** The operator's own databases and YARA rules ('' for none), loaded by the managed clamd. */
   signaturesDir: string;
   /** How often the managed clamd's signature folders are looked at for changes. */

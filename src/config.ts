@@ -309,6 +309,10 @@ export function loadConfig(env: Env = process.env): Config {
     clamd: clamd(env),
     clamdDatabaseDir: optionalPath(read(env, 'ASSAY_CLAMD_DATABASE_DIR')),
     clamdSelfCheckMs: integer(env, 'ASSAY_CLAMD_SELFCHECK', 0, 7 * 86_400) * 1000,
+    console: {
+      sessionMs: integer(env, 'ASSAY_CONSOLE_SESSION_HOURS', 1, 24 * 30) * 3_600_000,
+      idleMs: integer(env, 'ASSAY_CONSOLE_IDLE_MINUTES', 1, 24 * 60) * 60_000,
+    },
     signaturesDir: optionalPath(read(env, 'ASSAY_SIGNATURES_DIR')),
     signatureCheckMs: integer(env, 'ASSAY_SIGNATURES_CHECK', 1, 3600) * 1000,
     clamdReload: oneOf(env, 'ASSAY_CLAMD_RELOAD', ['concurrent', 'blocking'] as const),

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
+import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
@@ -17,6 +18,7 @@ import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
+import { AccountActivity } from './processing/account-activity.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
@@ -363,6 +365,8 @@ export async function startService(
         ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
+        console: new ConsoleAccess(store, config.console),
+        activity: new AccountActivity(store),
       },
       logger,
       { healthOnly: config.role === 'worker' },

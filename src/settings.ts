@@ -42,6 +42,14 @@ export const SETTINGS = {
     default: 'finding',
     doc: 'Content clamd could not fully examine (encrypted archives and documents; archives over the depth, file-count or size limits; scans over the time limit): `finding` reports a `content.malicious.heuristics.*` finding; `error` makes it an error (sync: 422; async: a result with `error`). Never a clean result.',
   },
+  ASSAY_CONSOLE_SESSION_HOURS: {
+    default: '12',
+    doc: 'A console session ends this many hours after sign-in.',
+  },
+  ASSAY_CONSOLE_IDLE_MINUTES: {
+    default: '60',
+    doc: 'A console session unused this many minutes ends.',
+  },
   ASSAY_BOOTSTRAP_CREDENTIALS: { default: '', doc: '`key:secret` created at start if absent.' },
   ASSAY_FINDINGS_STYLE: { default: 'content', doc: '`content` or `av` (older finding names).' },
   ASSAY_LOG_LEVEL: { default: 'info', doc: 'pino level: fatal … trace, or silent.' },

@@ -293,4 +293,42 @@ export class AccountService {
     ]);
     return { account, users, keys };
   }
+
+  /** The account's key `id`, or null (another account's key is not found either). */
+  async keyOf(accountId: string, id: string): Promise<ApiKey | null> {
+    const key = await this.store.apiKeys.find(id);
+    return key === null || key.accountId !== accountId ? null : key;
+  }
+
+  /** Enables or disables the account's key; null when it has no such key. */
+  async setAccountKeyActive(
+    accountId: string,
+    id: string,
+    active: boolean,
+  ): Promise<{ tokensEnded: number } | null> {
+    if ((await this.keyOf(accountId, id)) === null) return null;
+    return this.setKeyActive(id, active);
+  }
+
+  /** Replaces the account's key's tags, categories or rate limit; false when it has no such key. */
+  async updateAccountKey(
+    accountId: string,
+    id: string,
+    changes: {
+      tags?: string[];
+      detectionCategories?: DetectionCategory[];
+      rateLimit?: KeyRateLimit | null;
+    },
+  ): Promise<boolean> {
+    if ((await this.keyOf(accountId, id)) === null) return false;
+    const updated = await this.store.apiKeys.update(id, changes);
+    this.keys.forget(id);
+    return updated;
+  }
+
+  /** The account's unexpired tokens, oldest first. */
+  async tokensOf(accountId: string): Promise<Token[]> {
+    const now = new Date().toISOString();
+    return (await this.store.tokens.list(accountId)).filter((t) => t.expirationDate > now);
+  }
 }

@@ -165,29 +165,4 @@ export function registerAccountCommands(admin: Command): void {
         );
       });
     });
-
-  admin
-    .command('user')
-    .description('users of an account')
-    .command('add')
-    .description('add a user (listed in the account resource)')
-    .requiredOption('--account <id>', 'account id')
-    .requiredOption('--email <email>', 'e-mail address')
-    .action(async (options) => {
-      await withStore(async (store) => {
-        if ((await store.accounts.find(options.account)) === null) {
-          throw new InvalidArgumentError(`no account ${options.account}`);
-        }
-        if (!/^[^\s@]+@[^\s@]+$/.test(options.email)) {
-          throw new InvalidArgumentError(`not an e-mail address: ${options.email}`);
-        }
-        await store.users.insert({
-          accountId: options.account,
-          email: options.email,
-          creationDate: new Date().toISOString(),
-          lastLoginDate: null,
-        });
-        console.log(`${options.email} added to ${options.account}`);
-      });
-    });
 }

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { limitConnections } from './connection/connection-limits.js';
 import { continueWhenBodyIsRead } from './connection/expect-continue.js';
+import consoleRoutes from './console/index.js';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -99,6 +100,7 @@ export async function buildApp(
     await app.register(v2Routes, { prefix: `/${version}`, version });
   }
   await app.register(v1Routes, { prefix: legacyPrefix(services.config.legacyBaseUrl) });
+  await app.register(consoleRoutes, { prefix: '/console' });
   return app;
 }
 

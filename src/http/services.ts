@@ -1,7 +1,9 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
+import type { ConsoleAccess } from '../accounts/console-access.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
+import type { AccountActivity } from '../processing/account-activity.js';
 import type { Intake } from '../processing/intake.js';
 import type { ContentProcessor } from '../processing/process-content.js';
 import type { Readiness } from '../processing/readiness.js';
@@ -24,6 +26,10 @@ export interface Services {
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
   /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
   syncScans: SyncScanLimit;
+  /** The web console's users and sessions. */
+  console: ConsoleAccess;
+  /** Items per day, for the console. */
+  activity: AccountActivity;
 }
 
 declare module 'fastify' {

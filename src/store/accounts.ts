@@ -107,8 +107,17 @@ export class AccountRepository {
         .execute(),
     );
     const remove = async (
-      table: 'callback_deliveries' | 'jobs' | 'files' | 'tokens' | 'api_keys' | 'users',
+      table:
+        | 'callback_deliveries'
+        | 'jobs'
+        | 'files'
+        | 'tokens'
+        | 'api_keys'
+        | 'console_sessions'
+        | 'users',
     ) => count(await this.db.deleteFrom(table).where('account_id', '=', id).execute());
+    // Its users' console sessions end with them (they reference the account).
+    await remove('console_sessions');
     const erasure: AccountErasure = {
       callbacks: await remove('callback_deliveries'),
       jobs: await remove('jobs'),

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import type { StoredFile } from '../domain/records.js';
 import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
@@ -135,5 +135,35 @@ export class FileRepository {
       .where('account_id', '=', accountId)
       .executeTakeFirst();
     return row ? toStoredFile(row) : null;
+  }
+
+  /**
+   * Items and flagged items per UTC day (`YYYY-MM-DD`) received at `since` or later, oldest first;
+   * days without items are absent. One range of the (account, date) index.
+   */
+  async dailyCounts(
+    accountId: string,
+    since: string,
+  ): Promise<Array<{ day: string; items: number; flagged: number }>> {
+    const day = sql<string>`substr(creation_date, 1, 10)`;
+    const rows = await this.db
+      .selectFrom('files')
+      .select([
+        day.as('day'),
+        sql<number>`count(*)`.as('items'),
+        sql<number>`sum(case when findings is not null and findings <> '[]' then 1 else 0 end)`.as(
+          'flagged',
+        ),
+      ])
+      .where('account_id', '=', accountId)
+      .where('creation_date', '>=', since)
+      .groupBy(day)
+      .orderBy(day)
+      .execute();
+    return rows.map((row) => ({
+      day: row.day,
+      items: Number(row.items),
+      flagged: Number(row.flagged),
+    }));
   }
 }

@@ -127,6 +127,21 @@ export interface UsersTable {
   email: string;
   creation_date: string;
   last_login_date: string | null;
+  /** scrypt hash of the console password; null: the user cannot sign in (see migration 0016). */
+  password_hash: string | null;
+  /** 1: an operator, who also sees every account and the operations page. */
+  operator: Generated<number>;
+}
+
+/** A console session: the SHA-256 of its cookie's secret (see migration 0016). */
+export interface ConsoleSessionsTable {
+  id_hash: string;
+  account_id: string;
+  email: string;
+  creation_date: string;
+  /** Milliseconds since the epoch (bigint: PostgreSQL returns a string). */
+  expires_at: number | string;
+  last_seen_at: number | string;
 }
 
 export interface RateBucketsTable {
@@ -154,6 +169,7 @@ export interface Database {
   callback_deliveries: CallbackDeliveriesTable;
   tokens: TokensTable;
   users: UsersTable;
+  console_sessions: ConsoleSessionsTable;
   rate_buckets: RateBucketsTable;
   engine_versions: EngineVersionsTable;
 }

@@ -2,6 +2,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } fr
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackOutbox } from './callback-outbox.js';
+import { ConsoleSessionRepository } from './console-sessions.js';
 import { EngineVersionRepository } from './engine-versions.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
@@ -20,6 +21,7 @@ import * as traceOrder from './migrations/0012-trace-order.js';
 import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
 import * as verdictKey from './migrations/0015-verdict-key.js';
+import * as consoleUsers from './migrations/0016-console.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
 import type { Database } from './schema.js';
@@ -45,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '0013-rate-buckets': rateBuckets,
   '0014-spool-key': spoolKey,
   '0015-verdict-key': verdictKey,
+  '0016-console': consoleUsers,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -63,6 +66,7 @@ export class Store {
   readonly callbacks: CallbackOutbox;
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
+  readonly consoleSessions: ConsoleSessionRepository;
   readonly rateBuckets: RateBucketRepository;
   readonly engineVersions: EngineVersionRepository;
   readonly results: ResultRepository;
@@ -85,6 +89,7 @@ export class Store {
     this.callbacks = new CallbackOutbox(db, dispatch);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
+    this.consoleSessions = new ConsoleSessionRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
     this.engineVersions = new EngineVersionRepository(db);
     this.results = new ResultRepository(db, this.files, this.accounts, this.trace);

@@ -31,4 +31,63 @@ export class UserRepository {
       lastLoginDate: row.last_login_date,
     }));
   }
+
+  /** The user who signs in with `email` (one with a password), or null. */
+  async findForSignIn(
+    email: string,
+  ): Promise<{ accountId: string; email: string; passwordHash: string; operator: boolean } | null> {
+    const row = await this.db
+      .selectFrom('users')
+      .select(['account_id', 'email', 'password_hash', 'operator'])
+      .where('email', '=', email)
+      .where('password_hash', 'is not', null)
+      .executeTakeFirst();
+    if (row === undefined || row.password_hash === null) return null;
+    return {
+      accountId: row.account_id,
+      email: row.email,
+      passwordHash: row.password_hash,
+      operator: Number(row.operator) === 1,
+    };
+  }
+
+  /** Adds the user, or gives an existing one of the account a password (and operator flag). */
+  async upsertWithPassword(user: User, passwordHash: string, operator: boolean): Promise<void> {
+    await this.db
+      .insertInto('users')
+      .values({
+        account_id: user.accountId,
+        email: user.email,
+        creation_date: user.creationDate,
+        last_login_date: user.lastLoginDate,
+        password_hash: passwordHash,
+        operator: operator ? 1 : 0,
+      })
+      .onConflict((conflict) =>
+        conflict
+          .columns(['account_id', 'email'])
+          .doUpdateSet({ password_hash: passwordHash, operator: operator ? 1 : 0 }),
+      )
+      .execute();
+  }
+
+  /** Sets the password of the user who signs in with `email`; false when there is none. */
+  async setPassword(email: string, passwordHash: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('users')
+      .set({ password_hash: passwordHash })
+      .where('email', '=', email)
+      .where('password_hash', 'is not', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async recordLogin(accountId: string, email: string, date: string): Promise<void> {
+    await this.db
+      .updateTable('users')
+      .set({ last_login_date: date })
+      .where('account_id', '=', accountId)
+      .where('email', '=', email)
+      .execute();
+  }
 }

@@ -1,0 +1,89 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type ConsoleSession, csrfMatches } from '../../accounts/console-access.js';
+import { HttpError } from '../http-error.js';
+
+export const SESSION_COOKIE = 'assay_console';
+
+/** The cookie's value, read from a bounded header (no cookie library needed for one name). */
+export function sessionToken(request: FastifyRequest): string {
+  const header = request.headers.cookie;
+  if (typeof header !== 'string' || header.length > 8192) return '';
+  for (const part of header.split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === SESSION_COOKIE) return value.join('=');
+  }
+  return '';
+}
+
+/** Under TLS, or behind a trusted proxy that says the client used https. */
+function secure(request: FastifyRequest): boolean {
+  return request.protocol === 'https';
+}
+
+export function setSessionCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  maxAgeMs: number,
+) {
+  const attributes = [
+    `${SESSION_COOKIE}=${token}`,
+    'Path=/console',
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${Math.floor(maxAgeMs / 1000)}`,
+    ...(secure(request) ? ['Secure'] : []),
+  ];
+  reply.header('set-cookie', attributes.join('; '));
+}
+
+export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
+  const attributes = [
+    `${SESSION_COOKIE}=`,
+    'Path=/console',
+    'HttpOnly',
+    'SameSite=Strict',
+    'Max-Age=0',
+    ...(secure(request) ? ['Secure'] : []),
+  ];
+  reply.header('set-cookie', attributes.join('; '));
+}
+
+/** Sent to the sign-in page (a GET) or refused (anything else) when there is no session. */
+export class SignInRequired extends Error {}
+
+/** The request's session; every page and action but signing in needs one. */
+export function sessionOf(request: FastifyRequest): ConsoleSession {
+  if (request.consoleSession === null) throw new SignInRequired('sign in first');
+  return request.consoleSession;
+}
+
+/** An operator's session, else 404 (the pages do not exist for others). */
+export function operatorSessionOf(request: FastifyRequest): ConsoleSession {
+  const session = sessionOf(request);
+  if (!session.user.operator) throw new HttpError(404, 'no such page');
+  return session;
+}
+
+/** The form of a state change: it must carry the session's CSRF token, else 403. */
+export function checkedForm(request: FastifyRequest): {
+  session: ConsoleSession;
+  form: URLSearchParams;
+} {
+  const session = sessionOf(request);
+  const form = request.body instanceof URLSearchParams ? request.body : new URLSearchParams();
+  if (!csrfMatches(sessionToken(request), form.get('csrf') ?? '')) {
+    throw new HttpError(
+      403,
+      'the form is stale or was not sent from the console: reload the page and try again',
+    );
+  }
+  return { session, form };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the console's hook on every console route: null without a session. */
+    consoleSession: ConsoleSession | null;
+  }
+}
