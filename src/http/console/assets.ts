@@ -45,7 +45,10 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; }
 .filters > div { min-width: 10rem; flex: 1 1 10rem; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
-.chart svg { width: 100%; height: auto; max-width: 48rem; }
+.table .mono, .table code { word-break: normal; white-space: nowrap; }
+figure { margin: 0 0 1rem; }
+.chart svg { width: 100%; height: auto; max-width: 48rem; border-bottom: 1px solid var(--muted); }
+.chart .axis { font-size: 11px; fill: var(--muted); }
 .chart .items { fill: #4a78a8; }
 .chart .findings { fill: #b23b3b; }
 .muted { color: var(--muted); }

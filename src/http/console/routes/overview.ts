@@ -14,10 +14,13 @@ function activityChart(days: readonly DayActivity[]): SafeHtml {
   const bar = (value: number) => (value / most) * (HEIGHT - 20);
   const total = days.reduce((sum, d) => sum + d.items, 0);
   const flagged = days.reduce((sum, d) => sum + d.flagged, 0);
+  if (total === 0) return html``;
   return html`<figure class="chart">
 <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-title">
 <title id="chart-title">Items per day for the last ${days.length} days: ${total} in all, ${flagged} with findings</title>
+<text class="axis" x="2" y="12">${most} a day</text>
 ${days.map((d, i) => {
+  if (d.items === 0) return html``;
   const x = (i * slot + 1).toFixed(1);
   const w = Math.max(1, slot - 2).toFixed(1);
   return html`<rect class="items" x="${x}" y="${(HEIGHT - bar(d.items)).toFixed(1)}" width="${w}" height="${bar(d.items).toFixed(1)}"></rect><rect class="findings" x="${x}" y="${(HEIGHT - bar(d.flagged)).toFixed(1)}" width="${w}" height="${bar(d.flagged).toFixed(1)}"></rect>`;
