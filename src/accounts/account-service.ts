@@ -331,4 +331,14 @@ export class AccountService {
     const now = new Date().toISOString();
     return (await this.store.tokens.list(accountId)).filter((t) => t.expirationDate > now);
   }
+
+  /**
+   * The principal the account's key `keyId` acts as (a console user's test upload); null when the
+   * account has no such key, or it or the account is disabled.
+   */
+  async principalForAccountKey(accountId: string, keyId: string): Promise<Principal | null> {
+    const key = await this.keyOf(accountId, keyId);
+    if (key === null || !key.active) return null;
+    return this.principal(key, null);
+  }
 }

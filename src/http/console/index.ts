@@ -11,6 +11,7 @@ import { page } from './layout.js';
 import keys from './routes/keys.js';
 import overview from './routes/overview.js';
 import signIn from './routes/sign-in.js';
+import upload from './routes/upload.js';
 import { SignInRequired, sessionToken } from './session.js';
 
 // No script or style from anywhere else, no framing, no form posting elsewhere.
@@ -110,6 +111,7 @@ export default async function consoleRoutes(app: FastifyInstance) {
   await app.register(signIn);
   await app.register(overview);
   await app.register(keys);
+  await app.register(upload);
 }
 
 function errorPage(session: ConsoleSession | null, status: number, message: string): string {
