@@ -196,7 +196,12 @@ export async function startService(
   let clamd: ClamdClient | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
-  const tokenPurge = new ExpiredTokenPurge(store, logger.child({ component: 'tokens' }));
+  const consoleAccess = new ConsoleAccess(store, config.console);
+  const tokenPurge = new ExpiredTokenPurge(
+    store,
+    logger.child({ component: 'tokens' }),
+    consoleAccess,
+  );
   // Other processes may share the store (PostgreSQL, or --processes): their limits must be the
   // same buckets.
   const requestLimits = createRequestLimits(
@@ -365,7 +370,7 @@ export async function startService(
         ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
-        console: new ConsoleAccess(store, config.console),
+        console: consoleAccess,
         activity: new AccountActivity(store),
       },
       logger,
