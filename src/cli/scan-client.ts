@@ -6,11 +6,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type HttpAnswer, HttpClient, NetworkError } from './scan-http.js';
 import { describeFsError } from './scan-walk.js';
 
-/**
- * A client of the public v2.2 API, for `assay scan`: only HTTP, so it works against any server of
- * the API. Uploads stream from an open file descriptor (never a whole file in memory).
- */
-
 /** A file result as the server sent it (`id`, `findings`, … or `error`). */
 export type FileResult = Record<string, unknown>;
 
@@ -33,6 +28,15 @@ export interface ApiClientOptions {
 }
 
 const RETRIED_STATUSES = new Set([429, 502, 503]);
+/** Error codes of a connection that could not be opened (others broke one that was open). */
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+]);
 /** Read size per chunk of an upload; a few chunks are in memory at a time. */
 const CHUNK_SIZE = 64 * 1024;
 /** Polling an async result: first wait, growth per poll, longest wait. */
@@ -45,6 +49,10 @@ export function basicAuthorization(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 }
 
+/**
+ * A client of the public v2.2 API, for `assay scan`: only HTTP, so it works against any server of
+ * the API. Uploads stream from an open file descriptor (never a whole file in memory).
+ */
 export class ApiClient {
   private readonly baseUrl: string;
   private readonly http = new HttpClient();
@@ -136,10 +144,11 @@ export class ApiClient {
       }
       const { code, message } = error as { code?: unknown; message?: unknown };
       const reason = typeof code === 'string' ? code : String(message ?? error);
+      if (!(error instanceof NetworkError) && typeof code !== 'string') throw new ScanError(reason);
       throw new ScanError(
-        error instanceof NetworkError || typeof code === 'string'
+        typeof code === 'string' && CONNECT_FAILURES.has(code)
           ? `cannot reach the server at ${this.baseUrl}: ${reason}`
-          : reason,
+          : `the connection to ${this.baseUrl} failed: ${reason}`,
       );
     }
   }
