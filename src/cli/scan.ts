@@ -61,21 +61,23 @@ export function registerScanCommand(program: Command): void {
       integerIn(1, 86400),
       600,
     )
-    .option(
-      '--metadata <key=value>',
-      'metadata sent with every file (repeatable)',
-      metadataPair,
-      [],
-    )
+    .option('--metadata <key=value>', 'metadata sent with every file (repeatable)', metadataPair)
     .option('--exclude <glob>', 'skip entries that match (repeatable; see the docs)', glob)
     .option('--json', 'print one JSON result per line (NDJSON) instead of a table')
     .option('--retries <n>', 'retries after 429, 502 or 503, per request', integerIn(0, 20), 5)
     // Usage mistakes end with 2, as errors do: 1 means "flagged" to scripts.
     .exitOverride((error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : EXIT_ERROR))
     .action(async (paths: string[], options: ScanOptions) => {
+      // A reader that stops reading (`| head`): the remaining results have nowhere to go.
+      process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EPIPE') throw error;
+        process.exit(EXIT_ERROR);
+      });
       process.exitCode = await scan(paths, options).catch((error: unknown) => {
         const known = error instanceof ScanError || error instanceof UsageError;
-        process.stderr.write(`assay scan: ${known ? error.message : String(error)}\n`);
+        // Anything else is a bug: its stack helps whoever reports it.
+        const text = known ? error.message : error instanceof Error ? error.stack : String(error);
+        process.stderr.write(`assay scan: ${text}\n`);
         return EXIT_ERROR;
       });
     });
@@ -84,7 +86,9 @@ export function registerScanCommand(program: Command): void {
 async function scan(paths: string[], options: ScanOptions): Promise<number> {
   const baseUrl = options.url ?? process.env.ASSAY_URL;
   if (baseUrl === undefined || baseUrl === '') throw new UsageError('give --url or ASSAY_URL');
-  if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new UsageError(`not an http(s) URL: ${baseUrl}`);
+  if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
+    throw new UsageError(`not an http or https URL: ${baseUrl}`);
+  }
   const progress = new ScanProgress();
   const client = new ApiClient({
     baseUrl,
