@@ -31,7 +31,7 @@ export class ProgressLine {
   }
 }
 
-function bar(fraction: number, width = 24): string {
+export function bar(fraction: number, width = 24): string {
   const filled = Math.round(fraction * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
 }

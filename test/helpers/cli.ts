@@ -100,3 +100,57 @@ export function assayCli(
   });
   return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr.trim() };
 }
+
+export interface CliRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRunOptions {
+  /** Variables over this process's. */
+  env?: Record<string, string>;
+  /** A command that runs the CLI, e.g. setpriv and its options to drop root. */
+  wrapper?: string[];
+  /** Killed after this long. */
+  timeoutMs?: number;
+  /** Told the child's pid (with a wrapper: the wrapper's, which becomes the CLI's by exec). */
+  onStart?(pid: number): void;
+}
+
+/**
+ * Runs the real CLI (`assay …`) without blocking this process, for commands that talk to a
+ * service this test process runs (assayCli's spawnSync would stall that service).
+ */
+export function assayCliAsync(args: string[], options: CliRunOptions = {}): Promise<CliRun> {
+  const { env = {}, wrapper = [], timeoutMs = 60_000 } = options;
+  const [command = process.execPath, ...rest] = [
+    ...wrapper,
+    process.execPath,
+    '--import',
+    'tsx',
+    'src/main.ts',
+    ...args,
+  ];
+  const child = spawn(command, rest, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (child.pid !== undefined) options.onStart?.(child.pid);
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({
+        status,
+        stdout: Buffer.concat(stdout).toString(),
+        stderr: Buffer.concat(stderr).toString(),
+      });
+    });
+  });
+}

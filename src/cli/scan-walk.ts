@@ -1,0 +1,116 @@
+import { lstat, readdir } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { compileGlob } from './glob.js';
+
+/** A regular file to scan, as found by the walk. */
+export interface FoundFile {
+  path: string;
+  size: number;
+}
+
+/** What the walk did not scan, and why: said on a line of its own, never silently. */
+export type WalkNotice =
+  | { kind: 'symlink'; path: string }
+  | { kind: 'special'; path: string; type: string }
+  | { kind: 'empty'; path: string }
+  | { kind: 'excluded'; path: string }
+  | { kind: 'error'; path: string; message: string };
+
+export interface WalkOptions {
+  /** `--exclude` patterns (see glob.ts). */
+  exclude: string[];
+  onNotice(notice: WalkNotice): void;
+  /** Called now and then with the number of files found so far. */
+  onProgress?(found: number): void;
+}
+
+/**
+ * Lists the regular files under `paths` (files, or folders walked recursively), in a stable order
+ * (each folder's entries sorted by name). Symbolic links are never followed, neither inside
+ * folders nor given on the command line: a link may lead out of the tree or around in a loop.
+ * FIFOs, sockets and devices are skipped (opening a FIFO would wait for a writer forever), and so
+ * are empty files: the API refuses empty content (400), and nothing can hide in no bytes.
+ */
+export async function walkPaths(paths: string[], options: WalkOptions): Promise<FoundFile[]> {
+  const excluded = exclusionTest(options.exclude);
+  const found: FoundFile[] = [];
+  for (const root of paths) {
+    // A path given on the command line is excluded only by a name pattern: it has no path
+    // relative to itself.
+    if (excluded(basename(root), null)) {
+      options.onNotice({ kind: 'excluded', path: root });
+      continue;
+    }
+    // Folders to read: their path and their path relative to the root they came from.
+    const stack: Array<{ path: string; relative: string }> = [];
+    const visit = async (path: string, relative: string | null) => {
+      let stats: Awaited<ReturnType<typeof lstat>>;
+      try {
+        stats = await lstat(path);
+      } catch (error) {
+        options.onNotice({ kind: 'error', path, message: describeFsError(error) });
+        return;
+      }
+      if (stats.isSymbolicLink()) options.onNotice({ kind: 'symlink', path });
+      else if (stats.isDirectory()) stack.push({ path, relative: relative ?? '' });
+      else if (stats.isFile() && stats.size === 0) options.onNotice({ kind: 'empty', path });
+      else if (stats.isFile()) {
+        found.push({ path, size: stats.size });
+        if (found.length % 1000 === 0) options.onProgress?.(found.length);
+      } else options.onNotice({ kind: 'special', path, type: specialType(stats) });
+    };
+    await visit(root, null);
+    for (let folder = stack.pop(); folder !== undefined; folder = stack.pop()) {
+      let names: string[];
+      try {
+        names = (await readdir(folder.path)).sort();
+      } catch (error) {
+        options.onNotice({ kind: 'error', path: folder.path, message: describeFsError(error) });
+        continue;
+      }
+      const before = stack.length;
+      for (const name of names) {
+        const path = join(folder.path, name);
+        const relative = folder.relative === '' ? name : `${folder.relative}/${name}`;
+        if (excluded(name, relative)) options.onNotice({ kind: 'excluded', path });
+        else await visit(path, relative);
+      }
+      // Sub-folders were pushed in name order: reverse them so the first is read first.
+      stack.push(...stack.splice(before).reverse());
+    }
+  }
+  return found;
+}
+
+/**
+ * A pattern without `/` is matched against each entry's name (`*.log`, `node_modules`); one with
+ * a `/` against the path relative to the folder given on the command line (`build/**`).
+ */
+function exclusionTest(patterns: string[]): (name: string, relative: string | null) => boolean {
+  const byName = patterns.filter((p) => !p.includes('/')).map(compileGlob);
+  const byPath = patterns.filter((p) => p.includes('/')).map(compileGlob);
+  return (name, relative) =>
+    byName.some((matches) => matches(name)) ||
+    (relative !== null && byPath.some((matches) => matches(relative)));
+}
+
+function specialType(stats: { isFIFO(): boolean; isSocket(): boolean }): string {
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  return 'a device';
+}
+
+/** `EACCES: permission denied` rather than a message that repeats the path. */
+export function describeFsError(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const reasons: Record<string, string> = {
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    ENOENT: 'no such file (it may have vanished)',
+    ELOOP: 'a symbolic link (not followed)',
+    EISDIR: 'a folder',
+    EIO: 'input/output error',
+  };
+  if (typeof code === 'string') return `${code}: ${reasons[code] ?? String(message)}`;
+  return String(message ?? error);
+}
