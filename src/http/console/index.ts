@@ -8,7 +8,9 @@ import { MAX_FORM_BYTES } from '../request-body.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { html } from './html.js';
 import { page } from './layout.js';
+import accounts from './routes/accounts.js';
 import keys from './routes/keys.js';
+import operations from './routes/operations.js';
 import overview from './routes/overview.js';
 import signIn from './routes/sign-in.js';
 import { SignInRequired, sessionToken } from './session.js';
@@ -110,6 +112,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
   await app.register(signIn);
   await app.register(overview);
   await app.register(keys);
+  await app.register(accounts);
+  await app.register(operations);
 }
 
 function errorPage(session: ConsoleSession | null, status: number, message: string): string {
