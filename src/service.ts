@@ -22,6 +22,8 @@ import { AccountActivity } from './processing/account-activity.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
+import { NodeHeartbeat } from './processing/node-heartbeat.js';
+import { OperationsReport } from './processing/operations-report.js';
 import { ContentProcessor } from './processing/process-content.js';
 import { QueueStatus } from './processing/queue-status.js';
 import { Readiness } from './processing/readiness.js';
@@ -212,10 +214,12 @@ export async function startService(
   );
   let spoolSweeper: SpoolSweeper | null = null;
   let spool: ContentSpool | null = null;
+  let heartbeat: NodeHeartbeat | null = null;
   // Each part is released even when another fails (a process must not hang at exit on an open
   // pool because something before it threw); the first failure is thrown at the end.
   const release = async () => {
     const steps: Array<[string, () => unknown]> = [
+      ['heartbeat', () => heartbeat?.stop()],
       ['request limits', () => requestLimits.stop()],
       ['token purge', () => tokenPurge.stop()],
       ['spool sweeper', () => spoolSweeper?.stop()],
@@ -345,6 +349,22 @@ export async function startService(
     );
     // Only a process that runs jobs reports the queue; an api process accepts work for others.
     const runsJobs = config.role !== 'api';
+    const engine = clamd;
+    // Every process says what it runs and what its clamd loaded, for the operations page.
+    heartbeat = new NodeHeartbeat(
+      store,
+      {
+        role: config.role,
+        version: packageVersion(),
+        ownSignaturesVersion: ownSignaturesVersion(),
+      },
+      {
+        clamd: () => engine.version(),
+        databasesVersion,
+        runningJobs: () => (runsJobs ? jobs.running : null),
+      },
+      logger.child({ component: 'heartbeat' }),
+    );
     const app = await buildApp(
       {
         config,
@@ -372,6 +392,7 @@ export async function startService(
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
         console: consoleAccess,
         activity: new AccountActivity(store),
+        operations: new OperationsReport(store, heartbeat.id),
       },
       logger,
       { healthOnly: config.role === 'worker' },
@@ -383,6 +404,7 @@ export async function startService(
       await spoolSweeper.start();
       await callbacks.start();
     }
+    await heartbeat.start();
     let stopped: Promise<void> | null = null;
     return {
       url,

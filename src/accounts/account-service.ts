@@ -1,4 +1,5 @@
 import { isUniqueViolation } from '../domain/failures.js';
+import type { AccountSummary } from '../domain/operations.js';
 import {
   type Account,
   type AccountErasure,
@@ -49,6 +50,12 @@ const TOKEN_ID = /^[0-9a-f]{32}$/;
  * at once.
  */
 export const CREDENTIAL_CACHE_MS = 500;
+
+export interface AccountDetails {
+  account: Account;
+  users: User[];
+  keys: ApiKey[];
+}
 
 export interface CreatedKey {
   key: ApiKey;
@@ -219,6 +226,37 @@ export class AccountService {
   }
 
   /**
+   * Changes an account's name, billing e-mail, subscription, balance or whether it is enforced
+   * (the admin CLI and the console's operators); false when there is no such account.
+   */
+  async updateAccount(
+    id: string,
+    changes: Partial<
+      Pick<Account, 'name' | 'billingEmail' | 'subscription' | 'balance' | 'enforceBalance'>
+    >,
+  ): Promise<boolean> {
+    const changed = await this.store.accounts.update(id, changes, nowToSecond());
+    this.accounts.forget(id);
+    return changed;
+  }
+
+  /**
+   * A page of every account for operators, by name: at most `limit`, after the account
+   * `afterId`, matching `search` (in the name, or the start of the id). `nextAfter`: the cursor
+   * of the next page, null on the last.
+   */
+  async accountPage(options: {
+    search: string;
+    afterId: string | null;
+    limit: number;
+  }): Promise<{ accounts: AccountSummary[]; nextAfter: string | null }> {
+    const found = await this.store.accounts.page({ ...options, limit: options.limit + 1 });
+    const accounts = found.slice(0, options.limit);
+    const nextAfter = found.length > options.limit ? (accounts.at(-1)?.id ?? null) : null;
+    return { accounts, nextAfter };
+  }
+
+  /**
    * Erases the account and everything of it (keys, tokens, users, results, traces, pending jobs,
    * callbacks) in one transaction, then its spooled content. Null for an unknown account.
    * A job of it running in a service at that moment finds its row gone and records nothing.
@@ -284,9 +322,16 @@ export class AccountService {
   }
 
   /** The account with its users and keys (secrets are never part of a key record). */
-  async overview(accountId: string): Promise<{ account: Account; users: User[]; keys: ApiKey[] }> {
+  async overview(accountId: string): Promise<AccountDetails> {
+    const details = await this.details(accountId);
+    if (details === null) throw new Error(`authenticated account ${accountId} is missing`);
+    return details;
+  }
+
+  /** Any account with its users and keys (for operators); null when there is no such account. */
+  async details(accountId: string): Promise<AccountDetails | null> {
     const account = await this.store.accounts.find(accountId);
-    if (account === null) throw new Error(`authenticated account ${accountId} is missing`);
+    if (account === null) return null;
     const [users, keys] = await Promise.all([
       this.store.users.list(accountId),
       this.store.apiKeys.list(accountId),

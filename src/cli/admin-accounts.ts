@@ -96,18 +96,14 @@ export function registerAccountCommands(admin: Command): void {
     .option('--enforce-balance', 'refuse submissions (403) once the balance is spent')
     .option('--no-enforce-balance', 'process whatever the balance')
     .action(async (id: string, options) => {
-      await withStore(async (store) => {
-        const changed = await store.accounts.update(
-          id,
-          {
-            name: options.name,
-            billingEmail: options.billingEmail,
-            subscription: options.subscription,
-            balance: options.balance,
-            enforceBalance: options.enforceBalance,
-          },
-          `${new Date().toISOString().slice(0, 19)}Z`,
-        );
+      await withStore(async (_store, accounts) => {
+        const changed = await accounts.updateAccount(id, {
+          name: options.name,
+          billingEmail: options.billingEmail,
+          subscription: options.subscription,
+          balance: options.balance,
+          enforceBalance: options.enforceBalance,
+        });
         if (!changed) throw new InvalidArgumentError(`no account ${id}`);
         console.log(`${id} updated`);
       });

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { AccountActivity } from '../processing/account-activity.js';
 import type { Intake } from '../processing/intake.js';
+import type { OperationsReport } from '../processing/operations-report.js';
 import type { ContentProcessor } from '../processing/process-content.js';
 import type { Readiness } from '../processing/readiness.js';
 import type { RemoteScans } from '../processing/remote-content.js';
@@ -30,6 +31,8 @@ export interface Services {
   console: ConsoleAccess;
   /** Items per day, for the console. */
   activity: AccountActivity;
+  /** Every node, the queue and recent errors, for the console's operators. */
+  operations: OperationsReport;
 }
 
 declare module 'fastify' {

@@ -1,4 +1,5 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
+import type { AccountSummary } from '../domain/operations.js';
 import type { Account, AccountErasure } from '../domain/records.js';
 import { QueryTemplate } from './query-template.js';
 import type { AccountsTable, Database } from './schema.js';
@@ -188,4 +189,69 @@ export class AccountRepository {
       .execute();
     return rows.map(toAccount);
   }
+
+  /**
+   * Accounts by name (then id), `limit` at most, after the account `afterId` (keyset: an index
+   * seek, whatever the page), whose name contains `search` (any case) or whose id starts with it.
+   * An `afterId` that no longer exists starts over from the first account.
+   */
+  async page(options: {
+    search: string;
+    afterId: string | null;
+    limit: number;
+  }): Promise<AccountSummary[]> {
+    const after =
+      options.afterId === null
+        ? undefined
+        : await this.db
+            .selectFrom('accounts')
+            .select(['name', 'id'])
+            .where('id', '=', options.afterId)
+            .executeTakeFirst();
+    let query = this.db.selectFrom('accounts as a').select((eb) => [
+      'a.id',
+      'a.name',
+      'a.active',
+      'a.balance',
+      'a.enforce_balance',
+      'a.creation_date',
+      // One count on the keys' account index per listed account.
+      eb
+        .selectFrom('api_keys as k')
+        .select((k) => k.fn.countAll<number>().as('n'))
+        .whereRef('k.account_id', '=', 'a.id')
+        .as('key_count'),
+    ]);
+    if (options.search !== '') {
+      const escaped = escapeLike(options.search.toLowerCase());
+      const contains = `%${escaped}%`;
+      // An explicit escape character: SQLite has none by default.
+      query = query.where(
+        sql<boolean>`(lower(a.name) like ${contains} escape '\\' or a.id like ${`${escaped}%`} escape '\\')`,
+      );
+    }
+    if (after !== undefined) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('a.name', '>', after.name),
+          eb.and([eb('a.name', '=', after.name), eb('a.id', '>', after.id)]),
+        ]),
+      );
+    }
+    const rows = await query.orderBy('a.name').orderBy('a.id').limit(options.limit).execute();
+    return rows.map((row) => ({
+      id: row.id,
+      name: row.name,
+      active: Number(row.active) === 1,
+      balance: Number(row.balance),
+      enforceBalance: Number(row.enforce_balance) === 1,
+      creationDate: row.creation_date,
+      keyCount: Number(row.key_count ?? 0),
+    }));
+  }
+}
+
+/** `text` for LIKE to match literally (a backslash escaping): its wildcards and escapes escaped. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }

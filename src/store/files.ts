@@ -1,4 +1,5 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
+import type { ResultError } from '../domain/operations.js';
 import type { StoredFile } from '../domain/records.js';
 import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
@@ -164,6 +165,23 @@ export class FileRepository {
       day: row.day,
       items: Number(row.items),
       flagged: Number(row.flagged),
+    }));
+  }
+
+  /** The newest results of every account that ended in an error: a seek on a partial index. */
+  async recentErrors(limit: number): Promise<ResultError[]> {
+    const rows = await this.db
+      .selectFrom('files')
+      .select(['id', 'account_id', 'error', 'creation_date'])
+      .where('error', 'is not', null)
+      .orderBy('creation_date', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      accountId: row.account_id,
+      error: row.error ?? '',
+      creationDate: row.creation_date,
     }));
   }
 }

@@ -160,6 +160,24 @@ export interface EngineVersionsTable {
   modification_date: string;
 }
 
+/** A process's latest heartbeat (see migration 0017); times in milliseconds since the epoch. */
+export interface NodeHeartbeatsTable {
+  id: string;
+  host: string;
+  pid: number;
+  role: string;
+  version: string;
+  clamd_version: string | null;
+  signatures_version: number | null;
+  signatures_date: string | null;
+  own_signatures_version: string;
+  databases_version: string | null;
+  running_jobs: number | null;
+  /** bigint: PostgreSQL returns a string. */
+  started_at: number | string;
+  last_seen_at: number | string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -172,4 +190,5 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   rate_buckets: RateBucketsTable;
   engine_versions: EngineVersionsTable;
+  node_heartbeats: NodeHeartbeatsTable;
 }

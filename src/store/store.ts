@@ -22,6 +22,8 @@ import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
 import * as verdictKey from './migrations/0015-verdict-key.js';
 import * as consoleUsers from './migrations/0016-console.js';
+import * as operations from './migrations/0017-operations.js';
+import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
 import type { Database } from './schema.js';
@@ -48,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '0014-spool-key': spoolKey,
   '0015-verdict-key': verdictKey,
   '0016-console': consoleUsers,
+  '0017-operations': operations,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -69,6 +72,7 @@ export class Store {
   readonly consoleSessions: ConsoleSessionRepository;
   readonly rateBuckets: RateBucketRepository;
   readonly engineVersions: EngineVersionRepository;
+  readonly nodeHeartbeats: NodeHeartbeatRepository;
   readonly results: ResultRepository;
 
   /**
@@ -92,6 +96,7 @@ export class Store {
     this.consoleSessions = new ConsoleSessionRepository(db);
     this.rateBuckets = new RateBucketRepository(db);
     this.engineVersions = new EngineVersionRepository(db);
+    this.nodeHeartbeats = new NodeHeartbeatRepository(db);
     this.results = new ResultRepository(db, this.files, this.accounts, this.trace);
   }
 

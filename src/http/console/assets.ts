@@ -56,8 +56,25 @@ progress { width: 100%; max-width: 28rem; height: 1.2rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; }
 dt { font-weight: 600; }
 dd { margin: 0; word-break: break-word; }
+label.check { display: flex; gap: .4rem; align-items: center; font-weight: 400; }
+.badge { font-size: .8rem; padding: 0 .4rem; border: 1px solid var(--accent); border-radius: 4px; color: var(--accent); }
+tr.stale td, tr.stale th { color: var(--muted); }
+.small { font-size: .85rem; }
+.nowrap { white-space: nowrap; }
+.table .id { font-size: .8rem; }
+table.stacked tbody th { background: none; font-weight: 400; }
+form.search { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin-bottom: 1rem; }
+form.search > div { flex: 0 1 28rem; }
+form.search label { margin-top: 0; }
 @media (max-width: 40rem) {
   nav .sign-out { margin-left: 0; }
+  /* A stacked table: one block per row, each cell under its column's name. */
+  table.stacked thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.stacked tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
+  table.stacked tbody th, table.stacked td { display: grid; grid-template-columns: 6.5rem minmax(0, 1fr); gap: .5rem; border: 0; padding: .15rem .6rem; text-align: left; }
+  table.stacked tbody th::before, table.stacked td::before { content: attr(data-label); font-weight: 600; color: var(--muted); }
+  table.stacked tbody div { min-width: 0; overflow-wrap: anywhere; }
+  table.stacked .mono { white-space: normal; word-break: break-all; }
   dl { grid-template-columns: 1fr; }
   dd { margin-bottom: .5rem; }
 }

@@ -8,7 +8,9 @@ import { MAX_FORM_BYTES } from '../request-body.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { html } from './html.js';
 import { page } from './layout.js';
+import accounts from './routes/accounts.js';
 import keys from './routes/keys.js';
+import operations from './routes/operations.js';
 import overview from './routes/overview.js';
 import signIn from './routes/sign-in.js';
 import upload from './routes/upload.js';
@@ -112,6 +114,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
   await app.register(overview);
   await app.register(keys);
   await app.register(upload);
+  await app.register(accounts);
+  await app.register(operations);
 }
 
 function errorPage(session: ConsoleSession | null, status: number, message: string): string {

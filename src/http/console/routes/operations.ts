@@ -1,0 +1,129 @@
+import type { FastifyInstance } from 'fastify';
+import type { CallbackFailure, ResultError } from '../../../domain/operations.js';
+import type { NodeStatus, OperationsSnapshot } from '../../../processing/operations-report.js';
+import { duration, shortened, utc } from '../format.js';
+import { html, type SafeHtml } from '../html.js';
+import { page } from '../layout.js';
+import { operatorSessionOf } from '../session.js';
+import { stackedTable } from '../stacked-table.js';
+
+/** Errors are shown this long at most (the whole text is in the log and the result). */
+const ERROR_CHARACTERS = 240;
+
+const NODE_COLUMNS = [
+  { label: 'Node' },
+  { label: 'State' },
+  { label: 'clamd' },
+  { label: 'Signatures' },
+  { label: 'Jobs running', numeric: true },
+];
+
+function nodeCells(node: NodeStatus, at: number): SafeHtml[] {
+  const seen = Math.round((at - node.lastSeenAt) / 1000);
+  const official =
+    node.signaturesVersion === null
+      ? html`<span class="muted">no official databases</span>`
+      : html`daily ${node.signaturesVersion}${node.signaturesAgeSeconds === null ? '' : html`, ${duration(node.signaturesAgeSeconds)} old`}`;
+  return [
+    html`<span class="mono">${node.host}</span> · pid ${node.pid}${node.self ? html` <span class="badge">this page</span>` : ''}<br><span class="small">${node.role} · Assay ${node.version}</span>`,
+    html`${node.stale ? html`<span class="flagged">stale</span>` : html`<span class="clean">live</span>`}<br><span class="small nowrap">seen ${duration(seen)} ago</span><br><span class="small nowrap">up ${duration((at - node.startedAt) / 1000)}</span>`,
+    html`${node.clamdVersion ?? html`<span class="flagged">not answering</span>`}<br><span class="small">${official}</span>`,
+    html`loaded <span class="mono">${node.databasesVersion ?? 'loading'}</span>${node.databasesDiffer ? html` <span class="flagged">differs</span>` : ''}<br><span class="small">own <span class="mono">${node.ownSignaturesVersion}</span></span>`,
+    node.runningJobs === null
+      ? html`<span class="muted">none (api)</span>`
+      : html`${node.runningJobs}`,
+  ];
+}
+
+const RESULT_ERROR_COLUMNS = [{ label: 'Received' }, { label: 'Result' }, { label: 'Error' }];
+
+function resultErrorCells(error: ResultError): SafeHtml[] {
+  return [
+    html`${utc(error.creationDate)}`,
+    html`<span class="mono id">${error.id}</span><br><span class="small">account <a class="mono" href="/console/accounts/${error.accountId}">${error.accountId}</a></span>`,
+    html`${shortened(error.error, ERROR_CHARACTERS)}`,
+  ];
+}
+
+const CALLBACK_FAILURE_COLUMNS = [
+  { label: 'Created' },
+  { label: 'Result' },
+  { label: 'Destination' },
+  { label: 'State' },
+  { label: 'Last error' },
+];
+
+function callbackFailureCells(failure: CallbackFailure): SafeHtml[] {
+  const state =
+    failure.state === 'pending'
+      ? `retrying, next at ${utc(failure.nextAttemptAt)}`
+      : failure.state === 'failed'
+        ? 'given up'
+        : failure.state;
+  return [
+    html`${utc(failure.creationDate)}`,
+    html`<span class="mono id">${failure.fileId}</span><br><span class="small">account <a class="mono" href="/console/accounts/${failure.accountId}">${failure.accountId}</a></span>`,
+    html`${failure.destination}`,
+    html`${state}<br><span class="small">${failure.attempts} attempts</span>`,
+    html`${shortened(failure.lastError, ERROR_CHARACTERS)}`,
+  ];
+}
+
+function operationsBody(report: OperationsSnapshot): SafeHtml {
+  const live = report.nodes.filter((node) => !node.stale);
+  const stale = report.nodes.length - live.length;
+  const differ = live.some((node) => node.databasesDiffer);
+  const { queue, callbacks } = report;
+  return html`<p class="muted">As of ${utc(report.at)} · <a href="/console/operations">Refresh</a></p>
+<dl>
+<dt>Queue</dt><dd>${queue.due} due${queue.due > 0 ? `, the oldest waiting ${duration(queue.oldestDueSeconds)}` : ''}; ${queue.running} running</dd>
+<dt>Callbacks</dt><dd>${callbacks.pending} pending${callbacks.pending > 0 && callbacks.oldestDueSeconds > 0 ? `, the oldest due ${duration(callbacks.oldestDueSeconds)} ago` : ''}</dd>
+<dt>Nodes</dt><dd>${live.length} live${stale > 0 ? html`, <span class="flagged">${stale} stale</span>` : ''}</dd>
+</dl>
+<h2>Nodes</h2>
+${differ ? html`<p class="notice error" role="status">Live nodes have loaded different signature databases: their verdicts may differ.</p>` : ''}
+${
+  report.nodes.length === 0
+    ? html`<p class="muted">No node has written a heartbeat yet.</p>`
+    : stackedTable(
+        'Nodes',
+        NODE_COLUMNS,
+        report.nodes.map((node) => nodeCells(node, report.at)),
+        (index) => (report.nodes[index]?.stale ? 'stale' : ''),
+      )
+}
+<p class="muted">Each process writes a heartbeat every 10 s; one not seen for a minute is stale (stopped without saying so, or cut off from the database).</p>
+<h2>Recent result errors</h2>
+${
+  report.resultErrors.length === 0
+    ? html`<p class="muted">No result ended in an error.</p>`
+    : stackedTable(
+        'Recent result errors',
+        RESULT_ERROR_COLUMNS,
+        report.resultErrors.map(resultErrorCells),
+      )
+}
+<h2>Recent callback failures</h2>
+${
+  report.callbackFailures.length === 0
+    ? html`<p class="muted">No callback attempt failed.</p>`
+    : stackedTable(
+        'Recent callback failures',
+        CALLBACK_FAILURE_COLUMNS,
+        report.callbackFailures.map(callbackFailureCells),
+      )
+}`;
+}
+
+/** Operators only (404 for others): every node's engines and signatures, the queue, errors. */
+export default async function operations(app: FastifyInstance) {
+  const report = app.services.operations;
+
+  app.get('/operations', async (request, reply) => {
+    const session = operatorSessionOf(request);
+    const body = operationsBody(await report.snapshot());
+    return reply
+      .type('text/html')
+      .send(page({ title: 'Operations', session, current: '/console/operations', body }));
+  });
+}
