@@ -1,6 +1,7 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { Intake } from '../processing/intake.js';
 import type { ContentProcessor } from '../processing/process-content.js';
@@ -24,6 +25,8 @@ export interface Services {
   outbound: { fetch: OutboundOptions & { maxBytes: number } };
   /** ASSAY_SYNC_CONCURRENCY: synchronous scans at once. */
   syncScans: SyncScanLimit;
+  /** What the transport reports (requests, refusals, connections) and GET /metrics reads. */
+  metrics: ServiceMetrics;
 }
 
 declare module 'fastify' {
