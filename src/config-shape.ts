@@ -115,6 +115,8 @@ export interface Config {
   /** A scanned verdict answers items received at most this long after its own item. */
   verdictCacheTtlMs: number;
   role: Role;
+  /** The bearer token GET /metrics requires; '' leaves it open. Never logged. */
+  metricsToken: string;
   /** Processes serving on one port (node:cluster); above 1, state is shared through the store. */
   processes: number;
 }

@@ -292,6 +292,17 @@ function spoolLocation(env: Env): SpoolLocation {
   return { spoolDir: spoolDir === '' ? '' : resolve(spoolDir), spoolUrl, s3Endpoint, s3Region };
 }
 
+function metricsToken(env: Env): string {
+  const raw = read(env, 'ASSAY_METRICS_TOKEN');
+  // Not echoed: it is a secret.
+  if (raw !== '' && !/^[\x21-\x7e]{16,256}$/.test(raw)) {
+    throw new ConfigError(
+      'ASSAY_METRICS_TOKEN must be 16 to 256 visible ASCII characters (no spaces), or empty',
+    );
+  }
+  return raw;
+}
+
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
@@ -377,6 +388,7 @@ export function loadConfig(env: Env = process.env): Config {
     verdictCacheTtlMs: integer(env, 'ASSAY_VERDICT_CACHE_TTL', 1, 365 * 86_400) * 1000,
     role: oneOf(env, 'ASSAY_ROLE', ROLES),
     processes: integer(env, 'ASSAY_PROCESSES', 1, 256),
+    metricsToken: metricsToken(env),
     maxConnections: integer(env, 'ASSAY_MAX_CONNECTIONS', 1, 1_000_000),
     maxConnectionsPerAddress: integer(env, 'ASSAY_MAX_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
     headerTimeoutMs: integer(env, 'ASSAY_HEADER_TIMEOUT', 1, 3_600) * 1000,

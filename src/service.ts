@@ -15,6 +15,7 @@ import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
 import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
+import { ServiceMetrics } from './metrics/service-metrics.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
@@ -269,6 +270,11 @@ export async function startService(
       (message) => logger.warn(message),
       testHooks.detector,
     );
+    const metrics = new ServiceMetrics(logger.child({ component: 'metrics' }), {
+      role: config.role,
+      version: packageVersion(),
+      engines: ['clamav', 'content-type', ...engines.map((engine) => engine.name)],
+    });
     const verdictCache = new VerdictCache(
       store,
       versions,
@@ -280,6 +286,7 @@ export async function startService(
       unexamined: config.unexamined,
       cache: verdictCache,
       signatureVersions: () => signatureVersions(versions),
+      events: metrics,
     });
     spool = await openSpool(config);
     await spool.init();
@@ -312,11 +319,12 @@ export async function startService(
         destinationConcurrency: config.callbackDestinationConcurrency,
         retryBaseMs: config.callbackRetryBaseMs,
         maxAgeMs: config.callbackMaxAgeMs,
+        events: metrics,
       },
       logger.child({ component: 'callbacks' }),
       dispatch ?? undefined,
     );
-    const recorder = new ResultRecorder(store, () => callbacks.notify());
+    const recorder = new ResultRecorder(store, () => callbacks.notify(), metrics);
     const processor = new ContentProcessor(
       store,
       scanner,
@@ -349,6 +357,22 @@ export async function startService(
     );
     // Only a process that runs jobs reports the queue; an api process accepts work for others.
     const runsJobs = config.role !== 'api';
+    const queueStatus = new QueueStatus(store, jobs);
+    const spoolQuota = new SpoolQuota(store.jobs, {
+      totalBytes: config.spoolMaxBytes,
+      accountBytes: config.accountSpoolMaxBytes,
+    });
+    const ownSignatures = ownSignaturesVersion();
+    const clamdClient = clamd;
+    metrics.watch({
+      queue: () => queueStatus.backlog(),
+      jobsRunning: () => queueStatus.running,
+      dispatch: dispatch === null ? null : () => dispatch.queueStats(),
+      spool: { usage: () => spoolQuota.usage(), limits: spoolQuota.limits },
+      clamd: () => clamdClient.version(),
+      databasesVersion,
+      ownSignaturesVersion: () => ownSignatures,
+    });
     const engine = clamd;
     // Every process says what it runs and what its clamd loaded, for the operations page.
     heartbeat = new NodeHeartbeat(
@@ -371,21 +395,14 @@ export async function startService(
         accounts,
         requestLimits,
         processor,
-        intake: new Intake(
-          spool,
-          new SpoolQuota(store.jobs, {
-            totalBytes: config.spoolMaxBytes,
-            accountBytes: config.accountSpoolMaxBytes,
-          }),
-          jobs,
-        ),
+        intake: new Intake(spool, spoolQuota, jobs),
         remoteScans: new RemoteScans(processor, spool, outbound.fetch),
         readiness: new Readiness(
           store,
           clamd,
           spool,
           Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
-          runsJobs ? new QueueStatus(store, jobs) : null,
+          runsJobs ? queueStatus : null,
           databasesVersion,
         ),
         outbound,
@@ -393,6 +410,7 @@ export async function startService(
         console: consoleAccess,
         activity: new AccountActivity(store),
         operations: new OperationsReport(store, heartbeat.id),
+        metrics,
       },
       logger,
       { healthOnly: config.role === 'worker' },

@@ -202,6 +202,10 @@ export const SETTINGS = {
     default: '86400',
     doc: 'Seconds a scanned verdict may answer later items with the same content.',
   },
+  ASSAY_METRICS_TOKEN: {
+    default: '',
+    doc: 'Bearer token GET /metrics requires (16-256 visible ASCII characters); empty: /metrics is open to anyone who reaches the port.',
+  },
   ASSAY_PROCESSES: {
     default: '1',
     doc: 'Processes on one port (node:cluster); with role `all`, one runs jobs and the others `api`. `serve --processes` sets it.',

@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { AccountService } from '../accounts/account-service.js';
 import type { Config, Role } from '../config.js';
+import { aggregateChildMetrics } from '../metrics/cluster-scrape.js';
 import { startClamd } from '../service.js';
 import { openStore } from '../store/open-store.js';
 
@@ -50,7 +51,7 @@ export function childRole(role: Role, index: number): Role {
  * `serve --processes N`: the primary migrates the store once, starts the managed clamd once and
  * hands its socket to N children (node:cluster, one port), restarts a child that dies (with a
  * backoff), and on SIGTERM/SIGINT stops the children (each drains as a single process does), then
- * clamd, and exits. It serves no request itself.
+ * clamd, and exits. It serves no request itself: a child's GET /metrics asks it for every child's.
  */
 export async function runCluster(config: Config, logger: Logger): Promise<void> {
   // Migrations and the bootstrap key are done here, once, not by N children racing for them.
@@ -65,6 +66,7 @@ export async function runCluster(config: Config, logger: Logger): Promise<void> 
     await store.close();
   }
   const managedClamd = await startClamd(config, logger);
+  aggregateChildMetrics(logger);
   const env: Record<string, string> = {
     ASSAY_PROCESSES: String(config.processes),
     ASSAY_BOOTSTRAP_CREDENTIALS: '',

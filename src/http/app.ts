@@ -14,12 +14,14 @@ import { legacyPrefix } from './legacy-path.js';
 import { authentication } from './plugins/authentication.js';
 import { proxyTrustWarnings } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
+import { requestMetrics } from './plugins/request-metrics.js';
 import { requestTimeouts } from './plugins/request-timeouts.js';
 import { responseHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import { trustProxyOption } from './proxy-trust.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
+import metrics from './routes/metrics.js';
 import staticSamples from './routes/static.js';
 import v1Routes from './routes/v1/index.js';
 import v2Routes, { API_VERSIONS } from './routes/v2/index.js';
@@ -33,7 +35,7 @@ export interface RouteEntry {
 
 /**
  * The HTTP face of Assay: plugins for cross-cutting concerns, then thin routes. `healthOnly` (a
- * process of role `worker`): /health/live and /health/ready, and 404 for everything else.
+ * process of role `worker`): /health/live, /health/ready and /metrics, and 404 for everything else.
  */
 export async function buildApp(
   services: Services,
@@ -80,8 +82,16 @@ export async function buildApp(
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   continueWhenBodyIsRead(app.server);
-  const connections = limitConnections(app.server, services.config, logger);
+  const { config } = services;
+  const connections = limitConnections(app.server, config, logger, (reason) =>
+    services.metrics.connectionDropped(reason),
+  );
+  services.metrics.watchConnections({
+    read: connections.count,
+    limits: { total: config.maxConnections, perAddress: config.maxConnectionsPerAddress },
+  });
   app.addHook('onClose', async () => connections.stop());
+  await app.register(requestMetrics);
   await app.register(errorHandler);
   await app.register(frameworkRefusals);
   await app.register(requestTimeouts);
@@ -89,11 +99,13 @@ export async function buildApp(
   await app.register(proxyTrustWarnings);
   if (healthOnly) {
     await app.register(health);
+    await app.register(metrics);
     return app;
   }
   await app.register(authentication);
   await app.register(syncScanLimit);
   await app.register(health);
+  await app.register(metrics);
   await app.register(staticSamples);
   await app.register(descriptor, { versions: API_VERSIONS });
   for (const version of API_VERSIONS) {

@@ -2,6 +2,7 @@ import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { ConsoleAccess } from '../accounts/console-access.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { AccountActivity } from '../processing/account-activity.js';
 import type { Intake } from '../processing/intake.js';
@@ -33,6 +34,8 @@ export interface Services {
   activity: AccountActivity;
   /** Every node, the queue and recent errors, for the console's operators. */
   operations: OperationsReport;
+  /** What the transport reports (requests, refusals, connections) and GET /metrics reads. */
+  metrics: ServiceMetrics;
 }
 
 declare module 'fastify' {

@@ -19,6 +19,7 @@ import {
   laneKey,
   retryDelayMs,
 } from './callback-destinations.js';
+import { type ProcessingEvents, UNOBSERVED } from './processing-events.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
@@ -48,6 +49,8 @@ export interface CallbackDispatcherOptions {
   maxAgeMs: number;
   /** Per-destination limits and circuits; by default held in this process. */
   destinations?: DestinationGate;
+  /** Told of each attempt's outcome and of deliveries given up (the metrics). */
+  events?: ProcessingEvents;
 }
 
 /** A claimed delivery is due again after this long if its process dies mid-attempt. */
@@ -85,6 +88,7 @@ export class CallbackDispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly loop: WorkLoop;
   private readonly destinations: DestinationGate;
+  private readonly events: ProcessingEvents;
 
   /** @param delivery where due deliveries come from; by default the outbox's due list (WorkLoop). */
   constructor(
@@ -93,6 +97,7 @@ export class CallbackDispatcher {
     private readonly logger: Logger,
     private readonly delivery?: WorkDelivery,
   ) {
+    this.events = options.events ?? UNOBSERVED;
     this.destinations =
       options.destinations ??
       new InProcessDestinationGate({
@@ -239,6 +244,7 @@ export class CallbackDispatcher {
       );
     }
     if (expired.length > 0) {
+      this.events.callbacksGivenUp(expired.length);
       this.logger.warn({ destination, count: expired.length }, 'callbacks given up');
     }
     await this.store.callbacks.deferDestination(
@@ -353,6 +359,7 @@ export class CallbackDispatcher {
     const at = new Date(now).toISOString();
     if (attempted.kind === 'delivered') {
       await this.store.callbacks.settle(delivery.id, { state: 'delivered', at, error: null });
+      this.events.callbackAttempted('delivered');
       await this.store.trace.append(
         delivery.fileId,
         `${prefix}: delivered (HTTP ${attempted.status})`,
@@ -360,6 +367,7 @@ export class CallbackDispatcher {
       return;
     }
     const { failure } = attempted;
+    this.events.callbackAttempted('failed');
     // An open circuit holds this delivery back with the others of its destination.
     const ownRetry = now + retryDelayMs(delivery.attempts, this.options.retryBaseMs);
     const nextAttempt = Math.max(ownRetry, openUntil ?? 0);
@@ -368,6 +376,7 @@ export class CallbackDispatcher {
       nextAttempt - Date.parse(delivery.creationDate) > this.options.maxAgeMs
     ) {
       await this.store.callbacks.settle(delivery.id, { state: 'failed', at, error: failure });
+      this.events.callbacksGivenUp(1);
       await this.store.trace.append(delivery.fileId, `${prefix}: ${failure}; given up`);
       this.logger.warn({ delivery: delivery.id, target, failure }, 'callback given up');
       return;

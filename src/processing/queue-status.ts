@@ -17,6 +17,23 @@ export class QueueStatus {
     private readonly runner: JobRunner,
   ) {}
 
+  /**
+   * What waits in the store, for the metrics: due jobs, the oldest due job's wait, and callback
+   * deliveries pending. The same in every process on the store.
+   */
+  async backlog(): Promise<{ due: number; oldestDueSeconds: number; callbacksPending: number }> {
+    const [{ due, oldestDueSeconds }, callbacksPending] = await Promise.all([
+      this.report(),
+      this.store.callbacks.pendingCount(),
+    ]);
+    return { due, oldestDueSeconds, callbacksPending };
+  }
+
+  /** Jobs this process is running now. */
+  get running(): number {
+    return this.runner.running;
+  }
+
   async report(): Promise<QueueReport> {
     const now = Date.now();
     const { count, oldest } = await this.store.jobs.dueSummary(new Date(now).toISOString());

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
 import { legacyResultOf, renderLegacy } from './legacy-result.js';
+import { type ProcessingEvents, UNOBSERVED } from './processing-events.js';
 
 /** Largest callback body Assay sends, in bytes as sent (metadata counts JSON-encoded). */
 export const MAX_CALLBACK_BODY_BYTES = 1024 * 1024;
@@ -46,6 +47,7 @@ export class ResultRecorder {
   constructor(
     store: Store,
     private readonly onCallbackQueued: () => void,
+    private readonly events: ProcessingEvents = UNOBSERVED,
   ) {
     this.commits = new GroupedCommits(store);
   }
@@ -87,6 +89,7 @@ export class ResultRecorder {
       for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
       return true;
     });
+    if (recorded) this.events.itemRecorded(file.findings);
     if (recorded && deliveries.length > 0) this.onCallbackQueued();
     return recorded;
   }

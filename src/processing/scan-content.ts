@@ -24,6 +24,7 @@ import {
   EmptyContentError,
   EngineUnavailableError,
 } from './errors.js';
+import { type ProcessingEvents, UNOBSERVED } from './processing-events.js';
 import type { VerdictCache } from './verdict-cache.js';
 
 /** Everything the engines say about one piece of content. */
@@ -67,6 +68,8 @@ export interface ContentScannerOptions {
   cache?: VerdictCache | null;
   /** clamd's engine and signature versions for the trace (null: unknown now). */
   signatureVersions?: () => Promise<string | null>;
+  /** Told what the scan does (engine answers and failures, cache lookups): the metrics. */
+  events?: ProcessingEvents;
 }
 
 /**
@@ -86,6 +89,7 @@ export class ContentScanner {
   private readonly findingsStyle: FindingsStyle;
   private readonly unexamined: UnexaminedOutcome;
   private readonly cache: VerdictCache | null;
+  private readonly events: ProcessingEvents;
 
   constructor(
     private readonly clamd: ClamdClient,
@@ -96,6 +100,7 @@ export class ContentScanner {
     this.findingsStyle = options.findingsStyle;
     this.unexamined = options.unexamined;
     this.cache = options.cache ?? null;
+    this.events = options.events ?? UNOBSERVED;
   }
 
   async scan(source: AsyncIterable<Buffer>, options: ScanOptions): Promise<ContentVerdict> {
@@ -125,7 +130,10 @@ export class ContentScanner {
     let contentType: Promise<string> | null = null;
     let typeKnown = false;
     const detect = (complete: boolean) => {
-      const detected = this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete);
+      const detected = this.timed(
+        'content-type',
+        this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete),
+      );
       // Stop holding content as soon as no enabled engine wants its type (or it has none: the
       // item fails when its type is awaited).
       void detected.then(
@@ -191,6 +199,7 @@ export class ContentScanner {
           ? null
           : await reuse.cache.keyOf(reuse.accountId, options.categories, contentSha256);
       const earlier = reuse === null || cacheKey === null ? null : await reuse.cache.find(cacheKey);
+      if (reuse !== null) this.events.verdictLookedUp(earlier !== null);
       if (earlier !== null) {
         // Not scanned: clamd's stream is dropped before its end, so clamd discards it unscanned.
         (instream as InstreamScan | null)?.abort();
@@ -212,8 +221,10 @@ export class ContentScanner {
       const content = held === null ? null : Buffer.concat(held);
       const clamdScan = instream as InstreamScan | null;
       const [clamdVerdict, ...engineResults] = await Promise.allSettled([
-        clamdScan?.finish() ?? Promise.resolve(null),
-        ...wanted.map((engine) => this.examine(engine, content, length, type, signal)),
+        clamdScan === null ? Promise.resolve(null) : this.timed('clamav', clamdScan.finish()),
+        ...wanted.map((engine) =>
+          this.timed(engine.name, this.examine(engine, content, length, type, signal)),
+        ),
       ]);
       if (clamdVerdict?.status === 'rejected') throw clamdVerdict.reason;
       const clamdSignature =
@@ -227,6 +238,7 @@ export class ContentScanner {
         engineResults as PromiseSettledResult<EngineReport>[],
         type,
       );
+      this.events.contentScanned(length);
       return {
         checksum,
         sha256: contentSha256,
@@ -241,10 +253,13 @@ export class ContentScanner {
     } catch (error) {
       (instream as InstreamScan | null)?.abort();
       if (error instanceof ClamdUnavailableError) {
+        // A scan abandoned on purpose (its deadline passed) is not clamd's failure.
+        if (!signal?.aborted) this.events.engineFailed('clamav');
         throw new EngineUnavailableError('malware', error.message);
       }
       // Without its type the item cannot go to the right engines: an outage, like clamd's.
       if (error instanceof ContentTypeUnavailableError) {
+        this.events.engineFailed('content-type');
         throw new EngineUnavailableError('content type', error.reason, error.notReached);
       }
       throw error;
@@ -281,6 +296,7 @@ export class ContentScanner {
     wanted.forEach((engine, index) => {
       const result = engineResults[index] as PromiseSettledResult<EngineReport>;
       if (result.status === 'rejected') {
+        this.events.engineFailed(engine.name);
         const reason =
           result.reason instanceof Error ? result.reason.message : String(result.reason);
         failures.push(`${engine.category}: ${reason}`);
@@ -313,6 +329,15 @@ export class ContentScanner {
       );
     }
     return { findings, reports, complete: failures.length === 0 };
+  }
+
+  /** `work`, with the time it took reported when it succeeds (failures are counted where handled). */
+  private timed<T>(engine: string, work: Promise<T>): Promise<T> {
+    const started = performance.now();
+    return work.then((value) => {
+      this.events.engineAnswered(engine, (performance.now() - started) / 1000);
+      return value;
+    });
   }
 
   private examine(

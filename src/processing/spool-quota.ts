@@ -38,6 +38,15 @@ export class SpoolQuota {
     return reservation;
   }
 
+  /**
+   * Bytes held for unfinished jobs (committed; uploads still streaming are not counted), in all
+   * and by the account holding the most, for the metrics.
+   */
+  async usage(): Promise<{ heldBytes: number; largestAccountBytes: number }> {
+    const { total, largestAccount } = await this.jobs.spoolUsage();
+    return { heldBytes: total, largestAccountBytes: largestAccount };
+  }
+
   /** The store's count, read again if a job of this process was committed during the read. */
   async committed(accountId: string): Promise<Committed> {
     for (;;) {

@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
 import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { WorkDispatch } from '../store/work-dispatch.js';
+import type { QueueCounts } from './pg-boss-dispatch.js';
 
 /** Announces due work and delivers it: one adapter per backend. */
 export interface Dispatch extends WorkDispatch, WorkDelivery {
   start(): Promise<void>;
   /** Waits up to `graceMs` for handlers still running, then lets their work go to others. */
   stop(graceMs: number): Promise<void>;
+  /** Messages of each queue, live (the metrics). */
+  queueStats(): Promise<Record<string, QueueCounts>>;
 }
 
 /**

@@ -137,6 +137,16 @@ export class CallbackOutbox {
     return rows.map(toDelivery);
   }
 
+  /** Deliveries not delivered or given up yet (an index range of `callback_deliveries_due`). */
+  async pendingCount(): Promise<number> {
+    const row = await this.db
+      .selectFrom('callback_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('state', '=', 'pending')
+      .executeTakeFirst();
+    return Number(row?.count ?? 0);
+  }
+
   /** When the next delivery falls due, except those `skip` names; null: none pending. */
   async nextDue(skip: DeliverySkip = NOTHING_SKIPPED): Promise<string | null> {
     const row = await this.db

@@ -121,6 +121,23 @@ export class JobRepository {
     return { total: Number(row.total), account: Number(row.account) };
   }
 
+  /** Bytes held in the spool by unfinished jobs: in all, and by the account holding the most. */
+  async spoolUsage(): Promise<{ total: number; largestAccount: number }> {
+    const perAccount = this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.sum<number>('size').as('held'))
+      .groupBy('account_id')
+      .as('per_account');
+    const row = await this.db
+      .selectFrom(perAccount)
+      .select((eb) => [
+        eb.fn.coalesce(eb.fn.sum<number>('held'), eb.lit(0)).as('total'),
+        eb.fn.coalesce(eb.fn.max<number>('held'), eb.lit(0)).as('largest'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { total: Number(row.total), largestAccount: Number(row.largest) };
+  }
+
   /** Whether a job with this id exists (finished jobs are deleted). */
   async exists(id: string): Promise<boolean> {
     const row = await this.db

@@ -120,10 +120,10 @@ describe('the published API descriptor', () => {
         described.add(route);
       }
     }
-    // Outside the descriptors: health, samples, the descriptors and their pages, v1.0, CORS, and
-    // the web console (pages for people, not the API).
+    // Outside the descriptors: health, metrics, samples, the descriptors and their pages, v1.0,
+    // CORS, and the web console (pages for people, not the API).
     const open =
-      /^(GET|HEAD) \/(health|static|docs)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b/;
+      /^(GET|HEAD) \/(health|metrics|static|docs)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b/;
     const undescribed = svc.service.routes
       .map(({ method, url }) => `${method} ${url}`)
       .filter((route) => !described.has(route) && !described.has(route.replace(/^HEAD/, 'GET')))

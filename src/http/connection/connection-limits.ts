@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import type { ConnectionDrop } from '../../metrics/service-metrics.js';
 import { failureBucketOf } from '../plugins/client-address.js';
 
 export interface ConnectionLimitSettings {
@@ -17,6 +18,12 @@ interface Connection {
   inFlight: number;
   /** Whether a complete request head ever arrived on it. */
   served: boolean;
+}
+
+/** The connections open now, and the most one address holds. */
+export interface ConnectionCount {
+  open: number;
+  busiestAddress: number;
 }
 
 /** How often refusals are summed up in the log: a flood must not flood the log too. */
@@ -36,7 +43,8 @@ export function limitConnections(
   server: Server,
   settings: ConnectionLimitSettings,
   log: Logger,
-): { stop(): void } {
+  dropped: (reason: ConnectionDrop) => void = () => {},
+): { stop(): void; count(): ConnectionCount } {
   const { maxConnections, maxConnectionsPerAddress, headerTimeoutMs } = settings;
   const bySocket = new Map<Socket, Connection>();
   const byAddress = new Map<string, Set<Connection>>();
@@ -63,6 +71,7 @@ export function limitConnections(
     const group = byAddress.get(address) ?? new Set<Connection>();
     if (group.size >= maxConnectionsPerAddress) {
       counts.refused += 1;
+      dropped('address-limit');
       socket.destroy();
       return;
     }
@@ -70,10 +79,12 @@ export function limitConnections(
       const idle = oldestIdleOfBusiestAddress();
       if (idle === null) {
         counts.refused += 1;
+        dropped('limit');
         socket.destroy();
         return;
       }
       counts.evicted += 1;
+      dropped('evicted');
       forget(idle);
       idle.socket.destroy();
     }
@@ -114,6 +125,7 @@ export function limitConnections(
     for (const connection of bySocket.values()) {
       if (!connection.served && now - connection.openedAt > headerTimeoutMs) {
         counts.timedOut += 1;
+        dropped('header-timeout');
         forget(connection);
         connection.socket.destroy();
       }
@@ -134,6 +146,12 @@ export function limitConnections(
   return {
     stop() {
       clearInterval(timer);
+    },
+    // Linear in the addresses: read at a scrape, not per connection.
+    count() {
+      let busiestAddress = 0;
+      for (const group of byAddress.values()) busiestAddress = Math.max(busiestAddress, group.size);
+      return { open: bySocket.size, busiestAddress };
     },
   };
 }

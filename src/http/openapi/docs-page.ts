@@ -210,6 +210,11 @@ const UNVERSIONED_ROUTES = [
       'signature versions. No credentials.',
   ],
   [
+    'GET /metrics',
+    'Metrics in the Prometheus text format. No API credentials: open, or the bearer token of ' +
+      'ASSAY_METRICS_TOKEN.',
+  ],
+  [
     'GET /static/eicar.txt, /static/samples/{malware,language.txt,image.jpg}',
     'Test content that each engine flags, to submit by URL. No credentials.',
   ],

@@ -33,6 +33,7 @@ export function parseBasic(header: string | undefined): { user: string; password
 export const authentication = fp(async (app: FastifyInstance) => {
   const { rateLimit } = app.services.config;
   const limits = app.services.requestLimits;
+  const { metrics } = app.services;
 
   app.decorateRequest('principal', null);
   app.decorate(
@@ -41,6 +42,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
       const client = failureBucketOf(request.ip);
       const failures = limits.failuresAllowed(client);
       if (!failures.allowed) {
+        metrics.requestRefused('authentication-failure-limit');
         throw tooManyRequests(failures, 'too many failed authentications from this address');
       }
       const credentials = parseBasic(request.headers.authorization);
@@ -50,7 +52,10 @@ export const authentication = fp(async (app: FastifyInstance) => {
           : await app.services.accounts.authenticate(credentials.user, credentials.password);
       if (principal === null) {
         // A request without credentials is a client asking for the challenge, not a guess.
-        if (credentials !== null) await limits.recordFailure(client);
+        if (credentials !== null) {
+          metrics.authenticationFailed();
+          await limits.recordFailure(client);
+        }
         throw unauthorized(
           credentials === null
             ? 'authentication required: HTTP Basic with an API key and secret'
@@ -63,7 +68,10 @@ export const authentication = fp(async (app: FastifyInstance) => {
         reply.header('x-ratelimit-limit', decision.limit);
         reply.header('x-ratelimit-remaining', decision.remaining);
       }
-      if (!decision.allowed) throw tooManyRequests(decision, 'rate limit exceeded for this key');
+      if (!decision.allowed) {
+        metrics.requestRefused('key-rate-limit');
+        throw tooManyRequests(decision, 'rate limit exceeded for this key');
+      }
       request.principal = principal;
     },
   );

@@ -12,7 +12,7 @@ const RETRY_AFTER_SECONDS = 2;
  * when the handler is done, whichever way it ends, so a client that vanishes cannot leak it.
  */
 export const syncScanLimit = fp(async (app: FastifyInstance) => {
-  const limit = app.services.syncScans;
+  const { syncScans: limit, metrics } = app.services;
   app.addHook('onRoute', (route) => {
     if (route.config?.syncScan !== true) return;
     const handler = route.handler;
@@ -23,6 +23,7 @@ export const syncScanLimit = fp(async (app: FastifyInstance) => {
     ) {
       const release = limit.tryAcquire(principalOf(request).accountId);
       if (typeof release !== 'function') {
+        metrics.requestRefused('sync-scan-capacity');
         const held =
           release.refusedBy === 'service'
             ? `${limit.capacity} synchronous scans are in progress`
