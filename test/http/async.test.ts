@@ -149,6 +149,7 @@ describe('GET /files/{id}/trace (v2.2)', () => {
       [
         'received',
         'engine clamav (MALWARE)',
+        'engine clamav versions',
         // Text: the language engine reads it (its verdict, then its own line); images engine declines.
         'engine nsfw-language (NSFW_LANGUAGE)',
         'nsfw-language',

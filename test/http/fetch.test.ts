@@ -75,6 +75,7 @@ describe('POST /files/fetch', () => {
         'received',
         'downloaded',
         'engine clamav (MALWARE)',
+        'engine clamav versions',
         // Text: the language engine reads it (its verdict, then its own line); images engine declines.
         'engine nsfw-language (NSFW_LANGUAGE)',
         'nsfw-language',
