@@ -22,6 +22,7 @@ import * as rateBuckets from './migrations/0013-rate-buckets.js';
 import * as spoolKey from './migrations/0014-spool-key.js';
 import * as verdictKey from './migrations/0015-verdict-key.js';
 import * as consoleUsers from './migrations/0016-console.js';
+import * as consolePages from './migrations/0018-console-pages.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
 import type { Database } from './schema.js';
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '0014-spool-key': spoolKey,
   '0015-verdict-key': verdictKey,
   '0016-console': consoleUsers,
+  '0018-console-pages': consolePages,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
