@@ -19,7 +19,9 @@ import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { AccountActivity } from './processing/account-activity.js';
+import { CallbackBrowser } from './processing/callback-browser.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { FileBrowser } from './processing/file-browser.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
 import { ContentProcessor } from './processing/process-content.js';
@@ -367,6 +369,8 @@ export async function startService(
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),
         console: new ConsoleAccess(store, config.console),
         activity: new AccountActivity(store),
+        files: new FileBrowser(store, processor),
+        callbacks: new CallbackBrowser(store, () => callbacks.notify()),
       },
       logger,
       { healthOnly: config.role === 'worker' },

@@ -4,6 +4,8 @@ import type { RequestLimits } from '../accounts/request-limits.js';
 import type { Config } from '../config.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { AccountActivity } from '../processing/account-activity.js';
+import type { CallbackBrowser } from '../processing/callback-browser.js';
+import type { FileBrowser } from '../processing/file-browser.js';
 import type { Intake } from '../processing/intake.js';
 import type { ContentProcessor } from '../processing/process-content.js';
 import type { Readiness } from '../processing/readiness.js';
@@ -30,6 +32,10 @@ export interface Services {
   console: ConsoleAccess;
   /** Items per day, for the console. */
   activity: AccountActivity;
+  /** An account's results, a page at a time, and one with its trace, for the console. */
+  files: FileBrowser;
+  /** An account's callback deliveries, a page at a time; retry now. */
+  callbacks: CallbackBrowser;
 }
 
 declare module 'fastify' {
