@@ -46,6 +46,9 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .filters > div { min-width: 10rem; flex: 1 1 10rem; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
 .table .mono, .table code { word-break: normal; white-space: nowrap; }
+.nowrap { white-space: nowrap; }
+.table td.url .mono { white-space: normal; word-break: break-all; display: inline-block; min-width: 14rem; }
+ul.plain { list-style: none; margin: 0; padding: 0; }
 figure { margin: 0 0 1rem; }
 .chart svg { width: 100%; height: auto; max-width: 48rem; border-bottom: 1px solid var(--muted); }
 .chart .axis { font-size: 11px; fill: var(--muted); }

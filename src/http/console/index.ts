@@ -8,6 +8,8 @@ import { MAX_FORM_BYTES } from '../request-body.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { html } from './html.js';
 import { page } from './layout.js';
+import callbacks from './routes/callbacks.js';
+import files from './routes/files.js';
 import keys from './routes/keys.js';
 import overview from './routes/overview.js';
 import signIn from './routes/sign-in.js';
@@ -110,6 +112,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
   await app.register(signIn);
   await app.register(overview);
   await app.register(keys);
+  await app.register(files);
+  await app.register(callbacks);
 }
 
 function errorPage(session: ConsoleSession | null, status: number, message: string): string {
