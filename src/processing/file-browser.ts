@@ -12,7 +12,7 @@ export interface FileFilter {
   id: string | null;
   /** SHA-1, lower-case hex, as the API shows it. */
   checksum: string | null;
-  /** A finding's name or the start of it, in any case. */
+  /** A finding's name or part of it (`eicar`, `content.malicious.`), in any case. */
   finding: string | null;
   flaggedOnly: boolean;
   /** `YYYY-MM-DD`, UTC, both included. */
@@ -124,7 +124,7 @@ export class FileBrowser {
     const query: FileListQuery = { limit: FILES_PER_PAGE + 1, flaggedOnly: filter.flaggedOnly };
     if (filter.id !== null) query.id = filter.id;
     if (filter.checksum !== null) query.checksum = filter.checksum;
-    if (filter.finding !== null) query.findingPrefix = filter.finding;
+    if (filter.finding !== null) query.findingPart = filter.finding;
     if (filter.fromDay !== null) query.from = filter.fromDay;
     if (filter.toDay !== null) query.until = nextDay(filter.toDay);
     if (before !== null) query.before = before;

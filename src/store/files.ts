@@ -108,8 +108,8 @@ export interface FileListQuery {
   id?: string;
   /** SHA-1, lower-case hex, as the API shows it. */
   checksum?: string;
-  /** Results with a finding whose name starts with this, in any case. */
-  findingPrefix?: string;
+  /** Results with a finding whose name holds this, in any case. */
+  findingPart?: string;
   /** Only results with at least one finding. */
   flaggedOnly?: boolean;
   /** ISO times: received at `from` or later, and before `until`. */
@@ -161,8 +161,8 @@ export class FileRepository {
 
   /**
    * One page of an account's results, newest first ((creation_date, id) descending): one range of
-   * the (account, creation_date, id) index, read up to `limit` matching rows. The finding prefix
-   * is matched in the stored JSON array (`"<prefix>` inside it), bound as a parameter.
+   * the (account, creation_date, id) index, read up to `limit` matching rows. A finding is matched
+   * in the stored JSON array, its pattern bound as a parameter.
    */
   async listForAccount(accountId: string, query: FileListQuery): Promise<StoredFile[]> {
     let select = this.db.selectFrom('files').selectAll().where('account_id', '=', accountId);
@@ -171,10 +171,11 @@ export class FileRepository {
     if (query.flaggedOnly === true) {
       select = select.where('findings', 'is not', null).where('findings', '<>', '[]');
     }
-    if (query.findingPrefix !== undefined) {
-      // The array holds JSON strings: the prefix is written the same way (quotes, backslashes).
-      const opening = JSON.stringify(query.findingPrefix.toLowerCase()).slice(0, -1);
-      const pattern = `%${likeLiteral(opening)}%`;
+    if (query.findingPart !== undefined) {
+      // The array holds JSON strings: the text is written the same way (quotes, backslashes), so
+      // a match never spans two names (their separator has quotes that are not escaped).
+      const written = JSON.stringify(query.findingPart.toLowerCase()).slice(1, -1);
+      const pattern = `%${likeLiteral(written)}%`;
       select = select.where(sql<boolean>`lower(findings) like ${pattern} escape '!'`);
     }
     if (query.from !== undefined) select = select.where('creation_date', '>=', query.from);
