@@ -45,15 +45,20 @@ async function waitFor(what: string, done: () => Promise<boolean>, timeoutMs = 2
 
 /** The ids of the files a list page links to, in page order. */
 function listedIds(page: string): string[] {
-  return [...page.matchAll(/<td><a href="\/console\/files\/([0-9A-Za-z-]+)"/g)].map(
+  return [...page.matchAll(/<a href="\/console\/files\/([0-9A-Za-z-]+)" class="mono">/g)].map(
     (match) => match[1] ?? '',
   );
 }
 
+/** A page's text as read: `<wbr>` (where a long id or URL may wrap) is no space. */
+function readable(page: string): string {
+  return mainText(page.replaceAll('<wbr>', ''));
+}
+
 /** Each table body row's text. */
 function rowsOf(page: string): string[] {
-  const body = /<tbody>([\s\S]*?)<\/tbody>/.exec(page)?.[1] ?? '';
-  return [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((match) => mainText(match[1] ?? ''));
+  const body = /<tbody[^>]*>([\s\S]*?)<\/tbody>/.exec(page)?.[1] ?? '';
+  return [...body.matchAll(/<tr[^>]*>([\s\S]*?)<\/tr>/g)].map((match) => readable(match[1] ?? ''));
 }
 
 /** The "next page" link's path, or null on the last page. */
@@ -105,6 +110,16 @@ describe('the console: files and callbacks', () => {
       const [delivery] = await svc.store.callbacks.listForFile(otherEicar);
       return delivery?.state === 'failed';
     });
+    // A fetch whose remote never answers: accepted, not a result yet.
+    const hanging = await startLocalServer(() => new Promise(() => {}));
+    t.after(() => hanging.close());
+    const fetched = await fetch(`${svc.url}/v2.2/files/fetch`, {
+      method: 'POST',
+      headers: { authorization: svc.auth },
+      body: new URLSearchParams({ location: `${hanging.url}/never` }),
+    });
+    assert.equal(fetched.status, 202);
+    const pendingId = ((await fetched.json()) as { id: string }).id;
     const client = await signIn(svc.url, await addConsoleUser(svc.store, svc.accountId));
     const eicarFinding = (await svc.store.files.findForAccount(svc.accountId, eicarId))
       ?.findings?.[0];
@@ -113,7 +128,11 @@ describe('the console: files and callbacks', () => {
     await t.test('the list: newest first, findings marked in words, no other account', async () => {
       const { status, page } = await text(client, '/console/files');
       assert.equal(status, 200);
-      assert.deepEqual(listedIds(page), [asyncId, deliveredId, eicarId, cleanId]);
+      assert.deepEqual(
+        listedIds(page),
+        [asyncId, deliveredId, eicarId, cleanId],
+        'no unfinished work',
+      );
       const eicarRow = rowsOf(page).find((row) => row.includes(eicarId)) ?? '';
       assert.match(eicarRow, new RegExp(`Flagged: ${eicarFinding}`));
       assert.match(rowsOf(page).find((row) => row.includes(cleanId)) ?? '', /\b3,000\b.*None/);
@@ -131,7 +150,13 @@ describe('the console: files and callbacks', () => {
         [eicarId],
       );
       assert.deepEqual(await ids(`finding=${encodeURIComponent(eicarFinding)}`), [eicarId]);
+      assert.deepEqual(await ids('finding=EICAR'), [eicarId], 'part of a name, in any case');
       assert.deepEqual(await ids('finding=nothing-like-it'), []);
+      // The text is matched within one name, quotes and all.
+      assert.deepEqual(
+        await ids(`finding=${encodeURIComponent(`${eicarFinding.slice(-4)}"`)}`),
+        [],
+      );
       // LIKE's wildcards are taken literally: '%' or '_' alone would otherwise match every finding.
       assert.deepEqual(await ids('finding=%25'), []);
       assert.deepEqual(await ids('finding=_'), []);
@@ -161,7 +186,7 @@ describe('the console: files and callbacks', () => {
     await t.test('the detail page: metadata, findings, checksum and the API’s trace', async () => {
       const { status, page } = await text(client, `/console/files/${eicarId}`);
       assert.equal(status, 200);
-      const shown = mainText(page);
+      const shown = readable(page);
       for (const expected of [
         eicarId,
         `Flagged: ${eicarFinding}`,
@@ -175,9 +200,17 @@ describe('the console: files and callbacks', () => {
       assert.ok(trace.length >= 2, 'the API has a trace');
       for (const message of trace) assert.ok(shown.includes(message), `trace line: ${message}`);
 
-      const asyncPage = mainText((await text(client, `/console/files/${asyncId}`)).page);
+      const pending = await text(client, `/console/files/${pendingId}`);
+      assert.equal(pending.status, 200, 'unfinished work has a page');
+      assert.match(readable(pending.page), /still being processed.*received: fetch of/);
+
+      const asyncPage = readable((await text(client, `/console/files/${asyncId}`)).page);
       assert.ok(asyncPage.includes(`${failing.url}/hook?token=secret-1`), 'the callback URL');
-      assert.match(asyncPage, /failed 1 HTTP 500/, 'its delivery, attempts and last error');
+      assert.match(
+        asyncPage,
+        /Failed created [0-9: -]+ given up [0-9: -]+ 1 HTTP 500/,
+        'its delivery, attempts and last error',
+      );
     });
 
     await t.test('another account’s file: 404 on its page, as an unknown id', async () => {
@@ -203,7 +236,7 @@ describe('the console: files and callbacks', () => {
         new RegExp(`^Failed .*${asyncId} POST ${failing.url}/hook\\?token=secret-1 1 HTTP 500`),
       );
       assert.match(rows[0] ?? '', /Retry now/);
-      assert.match(rows[1] ?? '', new RegExp(`^Delivered .*${deliveredId} POST ${good.url}/ok 1 `));
+      assert.match(rows[1] ?? '', new RegExp(`^Delivered .*${deliveredId} POST ${good.url}/ok 1$`));
       assert.doesNotMatch(rows[1] ?? '', /Retry now/, 'nothing to retry once delivered');
       assert.doesNotMatch(page, new RegExp(othersDelivery.id));
     });
@@ -379,7 +412,9 @@ describe('the console: files and callbacks', () => {
     const [row] = rowsOf((await text(client, '/console/callbacks')).page);
     assert.match(
       row ?? '',
-      new RegExp(`^Pending next attempt .*${id} POST ${failing.url}/wait 1 HTTP 503 .*Retry now`),
+      new RegExp(
+        `^Pending created .* next attempt .*${id} POST ${failing.url}/wait 1 HTTP 503 Retry now$`,
+      ),
     );
     assert.equal((await client.post(`/console/callbacks/${waiting.id}/retry`)).status, 303);
     const requests = await failing.waitFor(2, 10_000);

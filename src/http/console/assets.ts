@@ -47,7 +47,8 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
 .table .mono, .table code { word-break: normal; white-space: nowrap; }
 .nowrap { white-space: nowrap; }
-.table td.url .mono { white-space: normal; word-break: break-all; display: inline-block; min-width: 14rem; }
+.table button { white-space: nowrap; }
+.table .url .mono { white-space: normal; overflow-wrap: break-word; display: inline-block; min-width: 18rem; }
 ul.plain { list-style: none; margin: 0; padding: 0; }
 figure { margin: 0 0 1rem; }
 .chart svg { width: 100%; height: auto; max-width: 48rem; border-bottom: 1px solid var(--muted); }
@@ -63,6 +64,18 @@ dd { margin: 0; word-break: break-word; }
   nav .sign-out { margin-left: 0; }
   dl { grid-template-columns: 1fr; }
   dd { margin-bottom: .5rem; }
+  .stack table, .stack tbody, .stack tr, .stack td { display: block; }
+  .stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  .stack tr { border-bottom: 1px solid var(--line); padding: .3rem 0; }
+  .stack td { border: 0; display: grid; grid-template-columns: 8rem minmax(0, 1fr); gap: .75rem; padding: .15rem .6rem; overflow-wrap: anywhere; }
+  .stack td.num { text-align: left; }
+  .stack td.empty { display: none; }
+  .stack td::before { content: attr(data-label); content: attr(data-label) / ""; font-weight: 600; }
+  .stack .mono { white-space: normal; }
+  .stack .url .mono { min-width: 0; }
+  .stack.unlabelled td { display: block; }
+  .stack.unlabelled td::before { content: none; }
+  .stack.unlabelled td:first-child { color: var(--muted); font-size: .9rem; }
 }
 `;
 

@@ -1,3 +1,4 @@
+import type { DeliverySummary } from '../../processing/callback-browser.js';
 import { html, type SafeHtml } from './html.js';
 
 /** An ISO time as `YYYY-MM-DD HH:MM:SS` (UTC), machine-readable in `datetime`. */
@@ -5,7 +6,36 @@ export function dateTime(iso: string): SafeHtml {
   const readable = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(iso)
     ? `${iso.slice(0, 10)} ${iso.slice(11, 19)}`
     : iso;
-  return html`<time datetime="${iso}">${readable}</time>`;
+  return html`<time datetime="${iso}" class="nowrap">${readable}</time>`;
+}
+
+/** A delivery's state in words (never by colour alone), when it was made, and when it ended or is tried next. */
+export function deliveryState(delivery: DeliverySummary): SafeHtml {
+  const created = html`<br><span class="muted">created ${dateTime(delivery.creationDate)}</span>`;
+  if (delivery.state === 'failed') {
+    return html`<span class="flagged">Failed</span>${created}<br><span class="muted">given up ${dateTime(delivery.finishedDate ?? '')}</span>`;
+  }
+  if (delivery.state === 'delivered') {
+    return html`<span class="clean">Delivered</span>${created}<br><span class="muted">delivered ${dateTime(delivery.finishedDate ?? '')}</span>`;
+  }
+  return html`Pending${created}<br><span class="muted">next attempt ${dateTime(delivery.nextAttemptAt)}</span>`;
+}
+
+export interface PageLink {
+  href: string;
+  label: string;
+  /** The next page in the list's order (`rel="next"`). */
+  next?: boolean;
+}
+
+/** Links to a list's other pages; nothing at all when the list fits on one. */
+export function pager(links: ReadonlyArray<PageLink | null>): SafeHtml {
+  const shown = links.filter((link) => link !== null);
+  if (shown.length === 0) return html``;
+  return html`<nav class="pager" aria-label="Pages">${shown.map(
+    (link) =>
+      html`<a href="${link.href}"${link.next === true ? html` rel="next"` : ''}>${link.label}</a>`,
+  )}</nav>`;
 }
 
 /** A count of bytes with thousands separated. */

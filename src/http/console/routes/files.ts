@@ -12,25 +12,27 @@ import {
   parseFileCursor,
 } from '../../../processing/file-browser.js';
 import { HttpError } from '../../http-error.js';
-import { byteCount, dateTime, linkTo, queryFields } from '../format.js';
+import { byteCount, dateTime, deliveryState, linkTo, pager, queryFields } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
-import { page, scrollingTable } from '../layout.js';
+import { page } from '../layout.js';
 import { sessionOf } from '../session.js';
+import { breakableUrl, type Cell, stackedTable } from '../stacked-table.js';
 
 const FILTER_FIELDS = ['id', 'checksum', 'finding', 'flagged', 'from', 'to', 'before'] as const;
 
 /** Findings as text first (a word, then the names): flagged is never shown by colour alone. */
-export function findingsCell(file: Pick<StoredFile, 'findings'>): SafeHtml {
+function findingsCell(file: Pick<StoredFile, 'findings'>): SafeHtml {
   if (file.findings === null) return html`<span class="muted">no verdict</span>`;
   if (file.findings.length === 0) return html`<span class="clean">None</span>`;
   return html`<span class="flagged">Flagged:</span> ${file.findings.map(
-    (name, index) => html`${index > 0 ? ', ' : ''}<span class="finding">${name}</span>`,
+    (name, index) => html`${index > 0 ? ', ' : ''}${name}`,
   )}`;
 }
 
-function filterForm(filter: Record<string, string>, problems: readonly string[]): SafeHtml {
+/** The filter's form, showing what was typed (`fields`) and what was wrong with it. */
+function filterForm(fields: Record<string, string>, problems: readonly string[]): SafeHtml {
   const input = (name: string, label: string, attributes: SafeHtml = html``) =>
-    html`<div><label for="filter-${name}">${label}</label><input type="text" id="filter-${name}" name="${name}" value="${filter[name] ?? ''}"${attributes}></div>`;
+    html`<div><label for="filter-${name}">${label}</label><input type="text" id="filter-${name}" name="${name}" value="${fields[name] ?? ''}"${attributes}></div>`;
   return html`${
     problems.length === 0
       ? ''
@@ -39,34 +41,39 @@ function filterForm(filter: Record<string, string>, problems: readonly string[])
 <form method="get" action="/console/files" class="filters" role="search" aria-label="Filter the files">
 ${input('id', 'Id', html` maxlength="64" spellcheck="false"`)}
 ${input('checksum', 'Checksum (SHA-1)', html` maxlength="40" spellcheck="false"`)}
-${input('finding', 'Finding (name or its start)', html` maxlength="${MAX_FINDING_FILTER}"`)}
-<div><label for="filter-from">From day (UTC)</label><input type="date" id="filter-from" name="from" value="${filter.from ?? ''}"></div>
-<div><label for="filter-to">To day (UTC)</label><input type="date" id="filter-to" name="to" value="${filter.to ?? ''}"></div>
-<div class="choices"><label for="filter-flagged"><input type="checkbox" id="filter-flagged" name="flagged" value="1"${filter.flagged === '' ? '' : html` checked`}> Only flagged</label></div>
+${input('finding', 'Finding (name or part of it)', html` maxlength="${MAX_FINDING_FILTER}"`)}
+<div><label for="filter-from">From day (UTC)</label><input type="date" id="filter-from" name="from" value="${fields.from ?? ''}"></div>
+<div><label for="filter-to">To day (UTC)</label><input type="date" id="filter-to" name="to" value="${fields.to ?? ''}"></div>
+<div class="choices"><label for="filter-flagged"><input type="checkbox" id="filter-flagged" name="flagged" value="1"${fields.flagged === '' ? '' : html` checked`}> Only flagged</label></div>
 <div class="actions"><button type="submit">Filter</button> <a href="/console/files">Clear</a></div>
 </form>`;
 }
 
-function fileRow(file: StoredFile): SafeHtml {
-  return html`<tr>
-<td class="nowrap">${dateTime(file.creationDate)}</td>
-<td><a href="/console/files/${file.id}" class="mono">${file.id}</a></td>
-<td>${file.contentType ?? ''}</td>
-<td class="num">${byteCount(file.contentLength)}</td>
-<td>${findingsCell(file)}</td>
-<td>${file.error === null ? '' : html`<span class="flagged">Error:</span> ${file.error}`}</td>
-</tr>`;
+const FILE_COLUMNS = [
+  { title: 'Received (UTC)' },
+  { title: 'Id' },
+  { title: 'Content type' },
+  { title: 'Length (bytes)', numeric: true },
+  { title: 'Findings' },
+  { title: 'Error' },
+] as const;
+
+function fileCells(file: StoredFile): Cell[] {
+  return [
+    dateTime(file.creationDate),
+    html`<a href="/console/files/${file.id}" class="mono">${file.id}</a>`,
+    file.contentType ?? '',
+    byteCount(file.contentLength),
+    findingsCell(file),
+    file.error === null ? '' : html`<span class="flagged">Error:</span> ${file.error}`,
+  ];
 }
 
 function filesTable(list: FilePage, filtered: boolean): SafeHtml {
   if (list.files.length === 0) {
     return html`<p>${filtered ? 'No result matches this filter.' : 'No results yet.'}</p>`;
   }
-  return scrollingTable(
-    'Files',
-    html`<table><thead><tr><th scope="col">Received (UTC)</th><th scope="col">Id</th><th scope="col">Content type</th><th scope="col" class="num">Length (bytes)</th><th scope="col">Findings</th><th scope="col">Error</th></tr></thead>
-<tbody>${list.files.map(fileRow)}</tbody></table>`,
-  );
+  return stackedTable('Files', FILE_COLUMNS, list.files.map(fileCells));
 }
 
 function isFiltered(filter: FileFilter): boolean {
@@ -86,19 +93,20 @@ function detailList(entries: ReadonlyArray<[string, SafeHtml | string]>): SafeHt
 
 function traceTable(trace: readonly TraceEvent[]): SafeHtml {
   if (trace.length === 0) return html`<p class="muted">No trace events.</p>`;
-  return scrollingTable(
+  return stackedTable(
     'Trace',
-    html`<table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Event</th></tr></thead>
-<tbody>${trace.map((event) => html`<tr><td class="nowrap">${dateTime(event.timestamp)}</td><td>${event.message}</td></tr>`)}</tbody></table>`,
+    [{ title: 'Time (UTC)' }, { title: 'Event' }],
+    trace.map((event) => [dateTime(event.timestamp), event.message]),
+    false,
   );
 }
 
 function deliveriesTable(deliveries: readonly DeliverySummary[]): SafeHtml {
   if (deliveries.length === 0) return html``;
-  return html`<h2>Callback deliveries</h2>${scrollingTable(
+  return html`<h2>Callback deliveries</h2>${stackedTable(
     'Callback deliveries',
-    html`<table><thead><tr><th scope="col">State</th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th><th scope="col">Created (UTC)</th></tr></thead>
-<tbody>${deliveries.map((d) => html`<tr><td>${d.state}</td><td class="num">${d.attempts}</td><td>${d.lastError ?? ''}</td><td class="nowrap">${dateTime(d.creationDate)}</td></tr>`)}</tbody></table>`,
+    [{ title: 'State' }, { title: 'Attempts', numeric: true }, { title: 'Last error' }],
+    deliveries.map((d) => [deliveryState(d), String(d.attempts), d.lastError ?? '']),
   )}<p><a href="/console/callbacks">All callback deliveries</a></p>`;
 }
 
@@ -122,7 +130,7 @@ function resultBody(
       'Callback URL',
       file.callback === null
         ? html`<span class="muted">none</span>`
-        : html`<span class="mono">${file.callback}</span>`,
+        : html`<span class="mono">${breakableUrl(file.callback)}</span>`,
     ],
     [
       'Metadata',
@@ -162,17 +170,20 @@ export default async function files(app: FastifyInstance) {
     }
     const list = await browser.page(session.user.accountId, filter, before);
     const kept = { ...fields, before: null };
-    const pager = html`<nav class="pager" aria-label="Pages">${
-      before === null ? '' : html`<a href="${linkTo('/console/files', kept)}">Newest results</a>`
-    }${
+    const links = pager([
+      before === null ? null : { href: linkTo('/console/files', kept), label: 'Newest results' },
       list.next === null
-        ? ''
-        : html`<a href="${linkTo('/console/files', { ...kept, before: fileCursorText(list.next) })}" rel="next">Older results</a>`
-    }</nav>`;
+        ? null
+        : {
+            href: linkTo('/console/files', { ...kept, before: fileCursorText(list.next) }),
+            label: 'Older results',
+            next: true,
+          },
+    ]);
     const body = html`${filterForm(fields, problems)}
 <p class="muted">Newest first. Work accepted with a 202 appears here once it has a result.</p>
 ${filesTable(list, isFiltered(filter))}
-${pager}`;
+${links}`;
     return reply
       .code(problems.length === 0 ? 200 : 400)
       .type('text/html')
@@ -191,7 +202,11 @@ ${pager}`;
     return reply
       .type('text/html')
       .send(
-        pageOf(session, 'File', html`${body}<p><a href="/console/files">Back to the files</a></p>`),
+        pageOf(
+          session,
+          'File',
+          html`<p><a href="#trace">Jump to the trace</a> · <a href="/console/files">Back to the files</a></p>${body}`,
+        ),
       );
   });
 }
