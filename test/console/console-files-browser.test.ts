@@ -1,12 +1,12 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
 import { useBrowser } from '../helpers/browser.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { addConsoleUser, checkPage, newPage, signInWithBrowser } from '../helpers/console.js';
-import { randomContent, uploadForm } from '../helpers/content.js';
+import { upload, waitFor } from '../helpers/console-pages.js';
+import { randomContent } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
@@ -25,20 +25,9 @@ describe('the console’s files and callbacks in a browser', () => {
       response.end();
     });
     t.after(() => failing.close());
-    const upload = async (
-      content: Buffer | string,
-      fields: Record<string, string>,
-      route: string,
-    ) => {
-      const answer = await fetch(`${svc.url}/v2.2/${route}`, {
-        method: 'POST',
-        headers: { authorization: svc.auth },
-        body: uploadForm(content, fields),
-      });
-      return ((await answer.json()) as { id: string }).id;
-    };
-    await upload(randomContent(2048), { 'metadata[kind]': 'clean' }, 'files');
+    await upload(svc, randomContent(2048), { 'metadata[kind]': 'clean' });
     const eicarId = await upload(
+      svc,
       eicar(),
       {
         'metadata[customer]': 'c-42',
@@ -46,12 +35,10 @@ describe('the console’s files and callbacks in a browser', () => {
       },
       'files/async',
     );
-    for (let waited = 0; ; waited += 100) {
+    await waitFor('the callback given up', async () => {
       const [delivery] = await svc.store.callbacks.listForFile(eicarId);
-      if (delivery?.state === 'failed') break;
-      assert.ok(waited < 20_000, 'the callback fails and is given up');
-      await sleep(100);
-    }
+      return delivery?.state === 'failed';
+    });
     const page = await newPage(chromium.browser);
     await signInWithBrowser(page, svc.url, await addConsoleUser(svc.store, svc.accountId));
 
