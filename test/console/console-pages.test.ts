@@ -4,13 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { CallbackDelivery, StoredFile } from '../../src/domain/records.js';
 import { addConsoleUser, signIn } from '../helpers/console.js';
-import { listedIds, nextLink, text } from '../helpers/console-pages.js';
+import { listedIds, nextLink, rowsOf, text } from '../helpers/console-pages.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 
 describe('the console’s list pages', () => {
-  test('pages of 50 in the store: every result and delivery once, in order, filter kept', async (t) => {
+  test('pages of 50 in the store: every result and delivery once, in order, filter kept; an error never reads as clean', async (t) => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
     const bulk = await svc.createAccountKey();
     const client = await signIn(svc.url, await addConsoleUser(svc.store, bulk.accountId));
@@ -105,5 +105,25 @@ describe('the console’s list pages', () => {
     );
     assert.deepEqual(callbackPages.flat(), inOrder);
     assert.equal((await text(client, '/console/callbacks?before=failed~x~y~z')).status, 400);
+
+    // A result without a verdict reads as such, never as clean.
+    const failedScan: StoredFile = {
+      id: randomBytes(16).toString('hex'),
+      accountId: bulk.accountId,
+      apiKeyId: bulk.keyId,
+      checksum: null,
+      sha256: null,
+      contentLength: null,
+      contentType: null,
+      findings: null,
+      metadata: {},
+      callback: null,
+      error: 'the engine could not read it',
+      creationDate: new Date(start - 1000).toISOString(),
+    };
+    await svc.store.files.insert(failedScan);
+    const [errorRow] = rowsOf((await text(client, `/console/files?id=${failedScan.id}`)).page);
+    assert.match(errorRow ?? '', /no verdict Error: the engine could not read it$/);
+    assert.doesNotMatch(errorRow ?? '', /None/);
   });
 });

@@ -21,14 +21,18 @@ export function stackedTable(
   /** false: a card's lines have no titles (a time, then what happened). */
   titled = true,
 ): SafeHtml {
-  const numeric = (index: number) => (columns[index]?.numeric === true ? html` class="num"` : '');
+  const numeric = (index: number) => columns[index]?.numeric === true;
+  const classes = (names: ReadonlyArray<string | false>) => {
+    const list = names.filter((name) => name !== false).join(' ');
+    return list === '' ? '' : html` class="${list}"`;
+  };
   return html`<div class="table stack${titled ? '' : ' unlabelled'}" role="region" aria-label="${label}" tabindex="0"><table role="table">
-<thead role="rowgroup"><tr role="row">${columns.map((column, index) => html`<th scope="col" role="columnheader"${numeric(index)}>${column.title}</th>`)}</tr></thead>
+<thead role="rowgroup"><tr role="row">${columns.map((column, index) => html`<th scope="col" role="columnheader"${classes([numeric(index) && 'num'])}>${column.title}</th>`)}</tr></thead>
 <tbody role="rowgroup">${rows.map(
     (cells) =>
       html`<tr role="row">${cells.map(
         (cell, index) =>
-          html`<td role="cell" data-label="${columns[index]?.title ?? ''}" class="${columns[index]?.numeric === true ? 'num' : ''}${cell === '' ? ' empty' : ''}"><span class="value">${cell}</span></td>`,
+          html`<td role="cell" data-label="${columns[index]?.title ?? ''}"${classes([numeric(index) && 'num', cell === '' && 'empty'])}><span class="value">${cell}</span></td>`,
       )}</tr>`,
   )}</tbody></table></div>`;
 }
