@@ -20,7 +20,9 @@ import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { AccountActivity } from './processing/account-activity.js';
+import { CallbackBrowser } from './processing/callback-browser.js';
 import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { FileBrowser } from './processing/file-browser.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
 import { NodeHeartbeat } from './processing/node-heartbeat.js';
@@ -411,6 +413,8 @@ export async function startService(
         activity: new AccountActivity(store),
         operations: new OperationsReport(store, heartbeat.id),
         metrics,
+        files: new FileBrowser(store, processor),
+        callbacks: new CallbackBrowser(store, () => callbacks.notify()),
       },
       logger,
       { healthOnly: config.role === 'worker' },

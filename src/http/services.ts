@@ -5,6 +5,8 @@ import type { Config } from '../config.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { AccountActivity } from '../processing/account-activity.js';
+import type { CallbackBrowser } from '../processing/callback-browser.js';
+import type { FileBrowser } from '../processing/file-browser.js';
 import type { Intake } from '../processing/intake.js';
 import type { OperationsReport } from '../processing/operations-report.js';
 import type { ContentProcessor } from '../processing/process-content.js';
@@ -36,6 +38,10 @@ export interface Services {
   operations: OperationsReport;
   /** What the transport reports (requests, refusals, connections) and GET /metrics reads. */
   metrics: ServiceMetrics;
+  /** An account's results, a page at a time, and one with its trace, for the console. */
+  files: FileBrowser;
+  /** An account's callback deliveries, a page at a time; retry now. */
+  callbacks: CallbackBrowser;
 }
 
 declare module 'fastify' {

@@ -210,8 +210,8 @@ export class ContentProcessor {
   }
 
   /** The trace of a result or of work not finished yet; null when the account has no such item. */
-  async findTrace(principal: Principal, id: string): Promise<TraceEvent[] | null> {
-    const item = await this.findItem(principal, id);
+  async findTrace(owner: Pick<Principal, 'accountId'>, id: string): Promise<TraceEvent[] | null> {
+    const item = await this.findItem(owner, id);
     return item === null ? null : this.store.trace.list(id);
   }
 
@@ -221,14 +221,15 @@ export class ContentProcessor {
    * time it is read, as concurrent transactions on PostgreSQL allow), the result is read again.
    */
   async findItem(
-    principal: Principal,
+    owner: Pick<Principal, 'accountId'>,
     id: string,
   ): Promise<{ file: StoredFile } | { pending: Job } | null> {
-    const file = await this.store.files.findForAccount(principal.accountId, id);
+    const { accountId } = owner;
+    const file = await this.store.files.findForAccount(accountId, id);
     if (file !== null) return { file };
-    const pending = await this.store.jobs.findForAccount(principal.accountId, id);
+    const pending = await this.store.jobs.findForAccount(accountId, id);
     if (pending !== null) return { pending };
-    const finished = await this.store.files.findForAccount(principal.accountId, id);
+    const finished = await this.store.files.findForAccount(accountId, id);
     return finished === null ? null : { file: finished };
   }
 }

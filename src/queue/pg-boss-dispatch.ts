@@ -285,12 +285,24 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     const queue = queueOf(work.kind);
     const at = Date.parse(work.at);
     const deferred = at > Date.now();
-    await this.enqueue(db, queue, work.id, {
+    const options = {
       group: work.accountId,
       // pg-boss takes the highest priority first, then the oldest.
       priority: -(work.rank ?? 0),
       ...(deferred ? { startAfter: new Date(at) } : {}),
-    });
+    };
+    if (work.sooner === true) {
+      // The waiting message (one per id) is moved to `at`; without one, it is sent.
+      await this.boss.upsert(queue, { id: work.id } satisfies Message, {
+        db: fromKysely(db),
+        singletonKey: work.id,
+        group: { id: options.group },
+        priority: options.priority,
+        startAfter: new Date(at),
+      });
+    } else {
+      await this.enqueue(db, queue, work.id, options);
+    }
     // A deferred message sends no NOTIFY: this process's workers are woken when it falls due
     // (others find it at their next poll). A wake-up before the commit finds nothing; harmless.
     if (deferred) this.wakeAt(queue, at);

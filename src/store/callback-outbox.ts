@@ -4,7 +4,12 @@ import type { CallbackDelivery } from '../domain/records.js';
 import type { CallbackDeliveriesTable, Database } from './schema.js';
 import { type WorkDispatch, withDispatch } from './work-dispatch.js';
 
-function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery {
+/** A delivery as a list shows it: everything but its body. */
+export type DeliverySummary = Omit<CallbackDelivery, 'body'>;
+
+export type DeliveryState = CallbackDelivery['state'];
+
+function toSummary(row: Omit<Selectable<CallbackDeliveriesTable>, 'body'>): DeliverySummary {
   return {
     id: row.id,
     fileId: row.file_id,
@@ -12,15 +17,18 @@ function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery 
     url: row.url,
     destination: row.destination,
     method: row.method === 'GET' ? 'GET' : 'POST',
-    body: row.body,
     contentType: row.content_type,
-    state: row.state as CallbackDelivery['state'],
+    state: row.state as DeliveryState,
     attempts: row.attempts,
     nextAttemptAt: row.next_attempt_at,
     lastError: row.last_error,
     creationDate: row.creation_date,
     finishedDate: row.finished_date,
   };
+}
+
+function toDelivery(row: Selectable<CallbackDeliveriesTable>): CallbackDelivery {
+  return { ...toSummary(row), body: row.body };
 }
 
 /** Deliveries an attempt may not start for now: of these accounts, or of these lanes. */
@@ -251,6 +259,85 @@ export class CallbackOutbox {
         await dispatch?.send(db, { ...work, at: outcome.nextAttemptAt });
       }
     });
+  }
+
+  /**
+   * One page of an account's deliveries in one state, newest first ((creation_date, id)
+   * descending), after `before`: one range of the (account, state, creation_date, id) index.
+   */
+  async listForAccount(
+    accountId: string,
+    state: DeliveryState,
+    before: { creationDate: string; id: string } | null,
+    limit: number,
+  ): Promise<DeliverySummary[]> {
+    let select = this.db
+      .selectFrom('callback_deliveries')
+      .select([
+        'id',
+        'file_id',
+        'account_id',
+        'url',
+        'destination',
+        'method',
+        'content_type',
+        'state',
+        'attempts',
+        'next_attempt_at',
+        'last_error',
+        'creation_date',
+        'finished_date',
+      ])
+      .where('account_id', '=', accountId)
+      .where('state', '=', state);
+    if (before !== null) {
+      select = select.where((eb) =>
+        eb(eb.refTuple('creation_date', 'id'), '<', eb.tuple(before.creationDate, before.id)),
+      );
+    }
+    const rows = await select
+      .orderBy('creation_date', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(toSummary);
+  }
+
+  /**
+   * Makes an account's failed or pending delivery due at `at`, given up or not: a failed one is
+   * pending again, its attempts kept (so it is given up again after one failed attempt once it is
+   * older than the maximum age). A waiting announcement is moved to `at`. Null when the account
+   * has no such delivery in either state.
+   */
+  async makeDue(
+    accountId: string,
+    id: string,
+    at: string,
+  ): Promise<Pick<CallbackDelivery, 'fileId' | 'destination'> | null> {
+    return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+      const row = await db
+        .updateTable('callback_deliveries')
+        .set({ state: 'pending', next_attempt_at: at, finished_date: null })
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .where('state', 'in', ['pending', 'failed'])
+        .returning(['file_id', 'destination'])
+        .executeTakeFirst();
+      if (row === undefined) return null;
+      await dispatch?.send(db, { kind: 'callback', id, accountId, at, sooner: true });
+      return { fileId: row.file_id, destination: row.destination };
+    });
+  }
+
+  /** An account's delivery; null when there is none (another account's included). */
+  async findForAccount(accountId: string, id: string): Promise<CallbackDelivery | null> {
+    const row = await this.db
+      .selectFrom('callback_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return row === undefined ? null : toDelivery(row);
   }
 
   async listForFile(fileId: string): Promise<CallbackDelivery[]> {

@@ -104,6 +104,28 @@ const findVerdict = new QueryTemplate(2, (db, verdictKey: string, since: string)
     .limit(1),
 );
 
+/** An account's results page: what it may be narrowed to, and where it starts. */
+export interface FileListQuery {
+  id?: string;
+  /** SHA-1, lower-case hex, as the API shows it. */
+  checksum?: string;
+  /** Results with a finding whose name holds this, in any case. */
+  findingPart?: string;
+  /** Only results with at least one finding. */
+  flaggedOnly?: boolean;
+  /** ISO times: received at `from` or later, and before `until`. */
+  from?: string;
+  until?: string;
+  /** The page starts after this row, in the order newest first: the keyset cursor. */
+  before?: { creationDate: string; id: string };
+  limit: number;
+}
+
+/** `text` taken literally in a LIKE pattern written with `ESCAPE '!'`. */
+function likeLiteral(text: string): string {
+  return text.replace(/[!%_]/g, (char) => `!${char}`);
+}
+
 export class FileRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -136,6 +158,41 @@ export class FileRepository {
       .where('account_id', '=', accountId)
       .executeTakeFirst();
     return row ? toStoredFile(row) : null;
+  }
+
+  /**
+   * One page of an account's results, newest first ((creation_date, id) descending): one range of
+   * the (account, creation_date, id) index, read up to `limit` matching rows. A finding is matched
+   * in the stored JSON array, its pattern bound as a parameter.
+   */
+  async listForAccount(accountId: string, query: FileListQuery): Promise<StoredFile[]> {
+    let select = this.db.selectFrom('files').selectAll().where('account_id', '=', accountId);
+    if (query.id !== undefined) select = select.where('id', '=', query.id);
+    if (query.checksum !== undefined) select = select.where('checksum', '=', query.checksum);
+    if (query.flaggedOnly === true) {
+      select = select.where('findings', 'is not', null).where('findings', '<>', '[]');
+    }
+    if (query.findingPart !== undefined) {
+      // The array holds JSON strings: the text is written the same way (quotes, backslashes), so
+      // a match never spans two names (their separator has quotes that are not escaped).
+      const written = JSON.stringify(query.findingPart.toLowerCase()).slice(1, -1);
+      const pattern = `%${likeLiteral(written)}%`;
+      select = select.where(sql<boolean>`lower(findings) like ${pattern} escape '!'`);
+    }
+    if (query.from !== undefined) select = select.where('creation_date', '>=', query.from);
+    if (query.until !== undefined) select = select.where('creation_date', '<', query.until);
+    const { before } = query;
+    if (before !== undefined) {
+      select = select.where((eb) =>
+        eb(eb.refTuple('creation_date', 'id'), '<', eb.tuple(before.creationDate, before.id)),
+      );
+    }
+    const rows = await select
+      .orderBy('creation_date', 'desc')
+      .orderBy('id', 'desc')
+      .limit(query.limit)
+      .execute();
+    return rows.map(toStoredFile);
   }
 
   /**

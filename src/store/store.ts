@@ -23,6 +23,7 @@ import * as spoolKey from './migrations/0014-spool-key.js';
 import * as verdictKey from './migrations/0015-verdict-key.js';
 import * as consoleUsers from './migrations/0016-console.js';
 import * as operations from './migrations/0017-operations.js';
+import * as consolePages from './migrations/0018-console-pages.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '0015-verdict-key': verdictKey,
   '0016-console': consoleUsers,
   '0017-operations': operations,
+  '0018-console-pages': consolePages,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -16,6 +16,11 @@ export interface DueWork {
    * taken lowest rank first, then oldest, so accounts take turns instead of first come, first served.
    */
   rank?: number;
+  /**
+   * The row was made due sooner than it was announced for (a callback retried now): an
+   * announcement already waiting is moved to `at` instead of being kept as it is.
+   */
+  sooner?: boolean;
 }
 
 /**

@@ -46,6 +46,10 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .filters > div { min-width: 10rem; flex: 1 1 10rem; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
 .table .mono, .table code { word-break: normal; white-space: nowrap; }
+.nowrap { white-space: nowrap; }
+.table button { white-space: nowrap; }
+.table .url .mono { white-space: normal; overflow-wrap: break-word; display: inline-block; min-width: 18rem; }
+ul.plain { list-style: none; margin: 0; padding: 0; }
 figure { margin: 0 0 1rem; }
 .chart svg { width: 100%; height: auto; max-width: 48rem; border-bottom: 1px solid var(--muted); }
 .chart .axis { font-size: 11px; fill: var(--muted); }
@@ -62,21 +66,25 @@ tr.stale td, tr.stale th { color: var(--muted); }
 .small { font-size: .85rem; }
 .nowrap { white-space: nowrap; }
 .table .id { font-size: .8rem; }
-table.stacked tbody th { background: none; font-weight: 400; }
 form.search { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin-bottom: 1rem; }
 form.search > div { flex: 0 1 28rem; }
 form.search label { margin-top: 0; }
 @media (max-width: 40rem) {
   nav .sign-out { margin-left: 0; }
-  /* A stacked table: one block per row, each cell under its column's name. */
-  table.stacked thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-  table.stacked tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
-  table.stacked tbody th, table.stacked td { display: grid; grid-template-columns: 6.5rem minmax(0, 1fr); gap: .5rem; border: 0; padding: .15rem .6rem; text-align: left; }
-  table.stacked tbody th::before, table.stacked td::before { content: attr(data-label); font-weight: 600; color: var(--muted); }
-  table.stacked tbody div { min-width: 0; overflow-wrap: anywhere; }
-  table.stacked .mono { white-space: normal; word-break: break-all; }
   dl { grid-template-columns: 1fr; }
   dd { margin-bottom: .5rem; }
+  .stack table, .stack tbody, .stack tr, .stack td { display: block; }
+  .stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  .stack tr { border-bottom: 1px solid var(--line); padding: .3rem 0; }
+  .stack td { border: 0; display: grid; grid-template-columns: 8rem minmax(0, 1fr); gap: .75rem; padding: .15rem .6rem; overflow-wrap: anywhere; }
+  .stack td.num { text-align: left; }
+  .stack td.empty { display: none; }
+  .stack td::before { content: attr(data-label); content: attr(data-label) / ""; font-weight: 600; }
+  .stack .mono { white-space: normal; }
+  .stack .url .mono { min-width: 0; }
+  .stack.unlabelled td { display: block; }
+  .stack.unlabelled td::before { content: none; }
+  .stack.unlabelled td:first-child { color: var(--muted); font-size: .9rem; }
 }
 `;
 

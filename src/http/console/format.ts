@@ -1,3 +1,6 @@
+import type { DeliverySummary } from '../../processing/callback-browser.js';
+import { html, type SafeHtml } from './html.js';
+
 /** A duration for people: "45 s", "12 min", "5 h", "3 d" (rounded down). */
 export function duration(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));
@@ -25,4 +28,74 @@ export function queryText(value: unknown, most: number): string | null {
   if (value === undefined) return '';
   if (typeof value !== 'string' || value.length > most) return null;
   return value;
+}
+
+/** An ISO time as `YYYY-MM-DD HH:MM:SS` (UTC), machine-readable in `datetime`. */
+export function dateTime(iso: string): SafeHtml {
+  const readable = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(iso)
+    ? `${iso.slice(0, 10)} ${iso.slice(11, 19)}`
+    : iso;
+  return html`<time datetime="${iso}" class="nowrap">${readable}</time>`;
+}
+
+/** A delivery's state in words (never by colour alone), when it was made, and when it ended or is tried next. */
+export function deliveryState(delivery: DeliverySummary): SafeHtml {
+  const created = html`<br><span class="muted">created ${dateTime(delivery.creationDate)}</span>`;
+  if (delivery.state === 'failed') {
+    return html`<span class="flagged">Failed</span>${created}<br><span class="muted">given up ${dateTime(delivery.finishedDate ?? '')}</span>`;
+  }
+  if (delivery.state === 'delivered') {
+    return html`<span class="clean">Delivered</span>${created}<br><span class="muted">delivered ${dateTime(delivery.finishedDate ?? '')}</span>`;
+  }
+  return html`Pending${created}<br><span class="muted">next attempt ${dateTime(delivery.nextAttemptAt)}</span>`;
+}
+
+export interface PageLink {
+  href: string;
+  label: string;
+  /** The next page in the list's order (`rel="next"`). */
+  next?: boolean;
+}
+
+/** Links to a list's other pages; nothing at all when the list fits on one. */
+export function pager(links: ReadonlyArray<PageLink | null>): SafeHtml {
+  const shown = links.filter((link) => link !== null);
+  if (shown.length === 0) return html``;
+  return html`<nav class="pager" aria-label="Pages">${shown.map(
+    (link) =>
+      html`<a href="${link.href}"${link.next === true ? html` rel="next"` : ''}>${link.label}</a>`,
+  )}</nav>`;
+}
+
+/** A count of bytes with thousands separated. */
+export function byteCount(bytes: number | null): string {
+  return bytes === null ? '' : bytes.toLocaleString('en-US');
+}
+
+/**
+ * The query of a link to `path` with these fields (empty ones left out): how a page's filter
+ * travels to its next page.
+ */
+export function linkTo(path: string, fields: Record<string, string | null>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) {
+    if (value !== null && value !== '') query.set(name, value);
+  }
+  const text = query.toString();
+  return text === '' ? path : `${path}?${text}`;
+}
+
+/** The first value of each named query field, as a string ('' when absent or not text). */
+export function queryFields<Name extends string>(
+  query: unknown,
+  names: readonly Name[],
+): Record<Name, string> {
+  const source = typeof query === 'object' && query !== null ? query : {};
+  const fields = {} as Record<Name, string>;
+  for (const name of names) {
+    const value: unknown = Reflect.get(source, name);
+    const first: unknown = Array.isArray(value) ? value[0] : value;
+    fields[name] = typeof first === 'string' ? first : '';
+  }
+  return fields;
 }

@@ -9,6 +9,8 @@ import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import accounts from './routes/accounts.js';
+import callbacks from './routes/callbacks.js';
+import files from './routes/files.js';
 import keys from './routes/keys.js';
 import operations from './routes/operations.js';
 import overview from './routes/overview.js';
@@ -116,6 +118,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
   await app.register(upload);
   await app.register(accounts);
   await app.register(operations);
+  await app.register(files);
+  await app.register(callbacks);
 }
 
 function errorPage(session: ConsoleSession | null, status: number, message: string): string {

@@ -1,40 +1,60 @@
-import { html, type SafeHtml } from './html.js';
-import { scrollingTable } from './layout.js';
+import { html, SafeHtml } from './html.js';
 
 export interface Column {
-  label: string;
-  /** Right-aligned figures. */
+  title: string;
+  /** Right-aligned (on a desktop). */
   numeric?: boolean;
 }
 
+/** One cell's content; '' leaves it empty (left out of a phone's card). */
+export type Cell = SafeHtml | string;
+
 /**
- * A table that becomes one block per row on a phone, each cell under its column's name (the
- * `data-label` the stylesheet shows): wide rows stay readable without scrolling sideways. The
- * first cell of a row names it (a row header).
+ * A table on a desktop; on a phone each row becomes a card of "title: value" lines, so nothing
+ * scrolls sideways (CSS `.stack`). The titles come from `data-label`; roles are written out
+ * because some browsers drop a table's semantics once its cells are no longer laid out as one.
  */
 export function stackedTable(
   label: string,
   columns: readonly Column[],
-  rows: ReadonlyArray<readonly SafeHtml[]>,
-  rowClass: (index: number) => string = () => '',
+  rows: ReadonlyArray<readonly Cell[]>,
+  options: {
+    /** false: a card's lines have no titles (a time, then what happened). */
+    titled?: boolean;
+    /** A class for a row (e.g. `stale`), by its index. */
+    rowClass?: (index: number) => string;
+  } = {},
 ): SafeHtml {
-  const head = columns.map(
-    (column) =>
-      html`<th scope="col"${column.numeric ? html` class="num"` : ''}>${column.label}</th>`,
-  );
-  const body = rows.map((cells, index) => {
-    const className = rowClass(index);
-    return html`<tr${className === '' ? '' : html` class="${className}"`}>${cells.map((cell, i) => {
-      const column = columns[i] ?? { label: '' };
-      const numeric = column.numeric ? html` class="num"` : '';
-      // One element per cell: on a phone the cell is a grid of its label and this.
-      return i === 0
-        ? html`<th scope="row" data-label="${column.label}"><div>${cell}</div></th>`
-        : html`<td data-label="${column.label}"${numeric}><div>${cell}</div></td>`;
-    })}</tr>`;
-  });
-  return scrollingTable(
-    label,
-    html`<table class="stacked"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`,
-  );
+  const titled = options.titled ?? true;
+  const numeric = (index: number) => columns[index]?.numeric === true;
+  const classes = (names: ReadonlyArray<string | false>) => {
+    const list = names.filter((name) => name !== false).join(' ');
+    return list === '' ? '' : html` class="${list}"`;
+  };
+  return html`<div class="table stack${titled ? '' : ' unlabelled'}" role="region" aria-label="${label}" tabindex="0"><table role="table">
+<thead role="rowgroup"><tr role="row">${columns.map((column, index) => html`<th scope="col" role="columnheader"${classes([numeric(index) && 'num'])}>${column.title}</th>`)}</tr></thead>
+<tbody role="rowgroup">${rows.map(
+    (cells, row) =>
+      html`<tr role="row"${classes([options.rowClass?.(row) || false])}>${cells.map(
+        (cell, index) =>
+          html`<td role="cell" data-label="${columns[index]?.title ?? ''}"${classes([numeric(index) && 'num', cell === '' && 'empty'])}><span class="value">${cell}</span></td>`,
+      )}</tr>`,
+  )}</tbody></table></div>`;
+}
+
+/**
+ * A URL that may also wrap after its separators (`/`, `?`, `&`): it breaks into readable pieces,
+ * never a letter at a time, and copies whole.
+ */
+export function breakableUrl(url: string): SafeHtml {
+  let out = '';
+  let piece = '';
+  for (const char of url) {
+    piece += char;
+    if (char === '/' || char === '?' || char === '&') {
+      out += `${html`${piece}`.text}<wbr>`;
+      piece = '';
+    }
+  }
+  return new SafeHtml(out + html`${piece}`.text);
 }

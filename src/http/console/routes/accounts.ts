@@ -31,11 +31,11 @@ function accountIdOf(id: string): string {
 }
 
 const ACCOUNT_COLUMNS = [
-  { label: 'Account' },
-  { label: 'State' },
-  { label: 'Balance', numeric: true },
-  { label: 'Keys', numeric: true },
-  { label: 'Created' },
+  { title: 'Account' },
+  { title: 'State' },
+  { title: 'Balance', numeric: true },
+  { title: 'Keys', numeric: true },
+  { title: 'Created' },
 ];
 
 function accountCells(account: AccountSummary): SafeHtml[] {

@@ -11,11 +11,11 @@ import { stackedTable } from '../stacked-table.js';
 const ERROR_CHARACTERS = 240;
 
 const NODE_COLUMNS = [
-  { label: 'Node' },
-  { label: 'State' },
-  { label: 'clamd' },
-  { label: 'Signatures' },
-  { label: 'Jobs running', numeric: true },
+  { title: 'Node' },
+  { title: 'State' },
+  { title: 'clamd' },
+  { title: 'Signatures' },
+  { title: 'Jobs running', numeric: true },
 ];
 
 function nodeCells(node: NodeStatus, at: number): SafeHtml[] {
@@ -35,7 +35,7 @@ function nodeCells(node: NodeStatus, at: number): SafeHtml[] {
   ];
 }
 
-const RESULT_ERROR_COLUMNS = [{ label: 'Received' }, { label: 'Result' }, { label: 'Error' }];
+const RESULT_ERROR_COLUMNS = [{ title: 'Received' }, { title: 'Result' }, { title: 'Error' }];
 
 function resultErrorCells(error: ResultError): SafeHtml[] {
   return [
@@ -46,11 +46,11 @@ function resultErrorCells(error: ResultError): SafeHtml[] {
 }
 
 const CALLBACK_FAILURE_COLUMNS = [
-  { label: 'Created' },
-  { label: 'Result' },
-  { label: 'Destination' },
-  { label: 'State' },
-  { label: 'Last error' },
+  { title: 'Created' },
+  { title: 'Result' },
+  { title: 'Destination' },
+  { title: 'State' },
+  { title: 'Last error' },
 ];
 
 function callbackFailureCells(failure: CallbackFailure): SafeHtml[] {
@@ -89,7 +89,7 @@ ${
         'Nodes',
         NODE_COLUMNS,
         report.nodes.map((node) => nodeCells(node, report.at)),
-        (index) => (report.nodes[index]?.stale ? 'stale' : ''),
+        { rowClass: (index) => (report.nodes[index]?.stale ? 'stale' : '') },
       )
 }
 <p class="muted">Each process writes a heartbeat every 10 s; one not seen for a minute is stale (stopped without saying so, or cut off from the database).</p>
