@@ -26,9 +26,10 @@ const QUIET_ARGS = [
   // despite the flags above; these send both to a loopback port where nothing listens.
   '--component-updater=url-source=http://127.0.0.1:9/',
   '--gaia-url=http://127.0.0.1:9/',
-  // A page with a password field makes Chromium ask its autofill server about the form, and some
-  // pages make it ask Google for the time.
-  '--disable-features=AutofillServerCommunication,NetworkTimeServiceQuerying',
+  // A page with a password field makes Chromium ask its autofill server about the form; some pages
+  // make it ask Google for the time, or fetch optimization models and safe-browsing lists.
+  '--disable-features=AutofillServerCommunication,NetworkTimeServiceQuerying,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationHints',
+  '--safebrowsing-disable-auto-update',
   '--autofill-server-url=http://127.0.0.1:9/',
 ];
 
