@@ -385,7 +385,7 @@ export async function startService(
         ownSignaturesVersion: ownSignaturesVersion(),
       },
       {
-        clamd: () => engine.version(),
+        clamd: (signal) => engine.version(signal),
         databasesVersion,
         runningJobs: () => (runsJobs ? jobs.running : null),
       },

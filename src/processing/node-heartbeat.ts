@@ -22,7 +22,8 @@ export interface NodeIdentity {
 
 /** What a heartbeat asks the process each round. */
 export interface NodeProbe {
-  clamd(): Promise<ClamdVersion>;
+  /** Ends its connection when `signal` aborts, so no command outlives the heartbeat. */
+  clamd(signal: AbortSignal): Promise<ClamdVersion>;
   /** The digest of every database clamd has loaded (throws while it loads them). */
   databasesVersion(): Promise<string>;
   /** Jobs this process runs now; null when it runs none (role api). */
@@ -49,6 +50,8 @@ export class NodeHeartbeat {
   private readonly host = hostname().slice(0, 255);
   private readonly startedAt: number;
   private readonly task: PeriodicTask;
+  /** Ends a probe under way when the heartbeat stops. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly store: Store,
@@ -68,6 +71,7 @@ export class NodeHeartbeat {
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
     await this.task.stop();
     await this.store.nodeHeartbeats.delete(this.id).catch((error: unknown) => {
       this.logger.warn({ err: error }, 'could not remove the heartbeat; it will show as stale');
@@ -77,7 +81,11 @@ export class NodeHeartbeat {
   /** One heartbeat: this process's state now, and old rows removed. */
   async beat(): Promise<void> {
     const [clamd, databases] = await Promise.allSettled([
-      within(PROBE_TIMEOUT_MS, this.probe.clamd()),
+      // The probe's connection ends with the wait (or the heartbeat's stop): no command on a
+      // clamd that does not answer outlives it.
+      this.probe.clamd(
+        AbortSignal.any([AbortSignal.timeout(PROBE_TIMEOUT_MS), this.stopping.signal]),
+      ),
       within(PROBE_TIMEOUT_MS, this.probe.databasesVersion()),
     ]);
     const version = clamd.status === 'fulfilled' ? clamd.value : null;

@@ -33,11 +33,16 @@ const QUIET_ARGS = [
   '--autofill-server-url=http://127.0.0.1:9/',
 ];
 
+/** Chromium's component downloads (see useBrowser). */
+const BROWSER_OWN = /^CONNECT redirector\.gvt1\.com:443 /;
+
 /**
  * One headless Chromium per test file (playwright gives it a fresh temporary profile). It can only
  * reach loopback: names do not resolve, and everything that is not loopback goes to a "proxy" here
  * that records the attempt and closes the connection (Chromium sends loopback direct by default).
- * Any such attempt fails the file.
+ * Any such attempt fails the file, but for Chromium's own component downloads (redirector.gvt1.com),
+ * which no flag of Chromium 156 stops on every page: they are the browser's, never a page's, and
+ * are refused like the rest.
  */
 export function useBrowser(): { readonly browser: Browser } {
   let browser: Browser | null = null;
@@ -46,7 +51,8 @@ export function useBrowser(): { readonly browser: Browser } {
   const trap = createServer((socket) => {
     sockets.add(socket);
     socket.once('data', (chunk) => {
-      offLoopback.push(String(chunk).split('\r\n')[0] ?? '');
+      const request = String(chunk).split('\r\n')[0] ?? '';
+      if (!BROWSER_OWN.test(request)) offLoopback.push(request);
       socket.destroy();
     });
     socket.on('close', () => sockets.delete(socket));

@@ -49,9 +49,12 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
   const cut = (refuse: boolean) => {
     cutIn = undefined;
     if (refuse) open = false;
-    // A reset needs TCP; a unix socket to the target is just closed.
+    // A reset needs TCP; a unix socket to the target is just closed. So is a half-closed one: on
+    // Node 24, resetAndDestroy() of a socket whose peer has ended leaks its handle, and the process
+    // then spins at 100% CPU in its exit cleanup, never exiting (found when node heartbeats made
+    // a background clamd command cross a cut).
     for (const socket of sockets) {
-      if (socket.remoteFamily === undefined) socket.destroy();
+      if (socket.remoteFamily === undefined || socket.readyState !== 'open') socket.destroy();
       else socket.resetAndDestroy();
     }
   };

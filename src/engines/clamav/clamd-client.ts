@@ -157,8 +157,9 @@ export class ClamdClient {
     if (reply !== 'PONG') throw errorFromReply(reply);
   }
 
-  async version(): Promise<ClamdVersion> {
-    return parseVersion(await this.command('VERSION'));
+  /** `signal` ends the command's connection at once (a caller that stopped waiting). */
+  async version(signal?: AbortSignal): Promise<ClamdVersion> {
+    return parseVersion(await this.command('VERSION', signal));
   }
 
   /**
@@ -256,11 +257,15 @@ export class ClamdClient {
     return new ClamdConnection(this.target, COMMANDS[command], this.timeouts);
   }
 
-  private async command(command: Command): Promise<string> {
+  private async command(command: Command, signal?: AbortSignal): Promise<string> {
+    signal?.throwIfAborted();
     const connection = this.open(command);
+    const abandon = () => connection.destroy();
+    signal?.addEventListener('abort', abandon, { once: true });
     try {
       return await connection.readReply();
     } finally {
+      signal?.removeEventListener('abort', abandon);
       connection.destroy();
     }
   }
