@@ -150,7 +150,12 @@ export function engineVersions(
   return new EngineVersions(fixed, [
     async () => {
       const version = await clamd.version();
-      return `clamd ${version.engine}/${version.databaseVersion}/${version.databaseDate?.toISOString()}`;
+      // Read by people in each trace, as well as part of the key.
+      const daily =
+        version.databaseVersion === null
+          ? 'no official databases'
+          : `daily ${version.databaseVersion} of ${version.databaseDate?.toISOString() ?? 'an unknown date'}`;
+      return `clamd ${version.engine}, ${daily}`;
     },
     // Every database clamd loads (VERSION names only the official daily one).
     async () => `databases ${await databasesVersion()}`,

@@ -99,3 +99,11 @@ export function queryFields<Name extends string>(
   }
   return fields;
 }
+
+/** A size for people: whole MiB or KiB when it is one, else bytes with thousands separated. */
+export function sizeText(bytes: number): string {
+  const MiB = 1024 * 1024;
+  if (bytes >= MiB && bytes % MiB === 0) return `${(bytes / MiB).toLocaleString('en-US')} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes.toLocaleString('en-US')} bytes`;
+}

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { csrfMatches } from '../../../accounts/console-access.js';
 import { HttpError } from '../../http-error.js';
 import { fromClient } from '../../request-body.js';
+import { sizeText } from '../format.js';
 import { html } from '../html.js';
 import { csrfField, page } from '../layout.js';
 import { sessionOf, sessionToken } from '../session.js';
@@ -30,7 +31,7 @@ export default async function upload(app: FastifyInstance) {
 <form method="post" action="/console/upload" enctype="multipart/form-data" data-upload>${csrfField(session)}
 <label for="upload-key">API key</label>
 <select id="upload-key" name="key">${active.map((key) => html`<option value="${key.id}">${key.id}${key.tags.length > 0 ? ` (${key.tags.join(', ')})` : ''}</option>`)}</select>
-<label for="upload-file">File (at most ${config.maxFileSize} bytes)</label>
+<label for="upload-file">File (at most ${sizeText(config.maxFileSize)})</label>
 <input type="file" id="upload-file" name="file" required>
 <p><button type="submit">Upload and scan</button></p>
 <p><label for="upload-progress">Progress</label><progress id="upload-progress" value="0" max="1"></progress></p>
