@@ -134,7 +134,7 @@ function routeTable(app: FastifyInstance): (path: string) => string[] | null {
   };
 }
 
-/** A body this small that nothing has read yet is read and dropped after a refusal (below). */
+/** A body this small is read and dropped after a refusal (below), not cut off. */
 const DRAINED_BODY_MAX_BYTES = 64 * 1024;
 
 /**
@@ -146,10 +146,13 @@ const DRAINED_BODY_MAX_BYTES = 64 * 1024;
  */
 function drainsRest(request: FastifyRequest): boolean {
   const raw = request.raw;
-  if (raw.readableFlowing !== null || raw.headers.expect !== undefined) return false;
+  if (raw.headers.expect !== undefined) return false;
   const declared = raw.headers['content-length'];
   if (declared === undefined || !/^\d{1,9}$/.test(declared)) return false;
   if (Number(declared) > DRAINED_BODY_MAX_BYTES) return false;
+  // Also when a parser had begun on it (a multipart upload refused mid-way): it is let go of, and
+  // the rest read and dropped, so the client is never reset while it still sends.
+  raw.unpipe();
   raw.resume();
   return true;
 }
