@@ -142,7 +142,7 @@ const DRAINED_BODY_MAX_BYTES = 64 * 1024;
  * rather than the connection closed. A connection closed with unread bytes in its receive buffer
  * is reset, and a client still writing its body then sees the reset (EPIPE), not the answer: 5
  * of about 70 refusals during a database outage (`npm run bench:faults`). Only a small body
- * nothing has started to read, whose client sends it without waiting for 100 Continue.
+ * (read or not yet) whose client sends it without waiting for 100 Continue.
  */
 function drainsRest(request: FastifyRequest): boolean {
   const raw = request.raw;
