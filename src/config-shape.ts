@@ -5,7 +5,7 @@ import type { ClamdReloadMode } from './engines/clamav/managed-clamd.js';
 import type { VerdictCacheMode } from './processing/verdict-cache.js';
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
-/** What a process does: the HTTP API, the async work, or both (see README, "Roles"). */
+/** What a process does: the HTTP API, the async work, or both (see docs/OPERATIONS.md, "Several processes"). */
 export type Role = 'api' | 'worker' | 'all';
 export const ROLES: readonly Role[] = ['api', 'worker', 'all'];
 

@@ -1,6 +1,6 @@
 // Every ASSAY_* setting in one table, apart from their parsing (config.ts).
 
-/** Every setting, its default and what it means: the README's configuration table follows this list. */
+/** Every setting, its default and what it means: docs/CONFIGURATION.md's table follows this list. */
 export const SETTINGS = {
   ASSAY_HOST: { default: '127.0.0.1', doc: 'Address to listen on.' },
   ASSAY_PORT: { default: '4000', doc: 'Port to listen on (0 picks a free port).' },

@@ -29,7 +29,7 @@ export interface NameResolverOptions {
   servers?: readonly string[];
 }
 
-/** Defaults: documented in README ("Outbound requests and SSRF"). */
+/** Defaults: documented in docs/API.md ("Outbound requests and SSRF"). */
 export const DNS_DEFAULTS: NameResolverOptions = {
   tryTimeoutMs: 2_000,
   tries: 2,

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/service.js';
 
-/** What the README tells receivers to do: recompute the HMAC and compare in constant time. */
+/** What docs/API.md ("Callbacks") tells receivers to do: recompute the HMAC and compare in constant time. */
 export function verifySignature(header: string, body: Buffer, secret: string): boolean {
   const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
   if (match === null) return false;

@@ -1,7 +1,7 @@
 /**
  * Which store the suite runs on: SQLite in each data dir (the default), or PostgreSQL with
  * `ASSAY_TEST_STORE=postgres`, a database of its own per data dir, dropped when the test file's
- * process exits. The README's test command runs the suite both ways.
+ * process exits. The README's test command runs the suite both ways (docs/DEVELOPMENT.md).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
