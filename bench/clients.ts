@@ -6,7 +6,8 @@ const MB = 1024 * 1024;
 const BOUNDARY = 'assay-bench-boundary';
 export const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
 
-const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+/** Kept-alive connections to Assay, shared by the bench's clients. */
+export const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
 /** Closes the kept-alive connections to Assay, so the bench can exit. */
 export function closeClients(): void {

@@ -13,7 +13,8 @@
  * scenarios measure what a cache of verdicts saves, clamd's own on the direct path. Rounds alternate
  * between the two paths; the best round of each is reported, CPU as the median of the rounds.
  *
- * Then, on the same service: `async` (bench/async.ts); on services of their own: `processes`
+ * Then, on the same service: `async-e2e` (async end to end against sync, bench/async-e2e.ts),
+ * `async` (latency and callbacks, bench/async.ts); on services of their own: `processes`
  * (`serve --processes` 1 and 2, bench/processes.ts) and `workers` (PostgreSQL, bench/workers.ts);
  * last, `images` (JPEGs through the API, which start the image engine's workers). The summary ends
  * with Assay's peak RSS over the whole run without the image scenarios, and during them.
@@ -31,6 +32,7 @@ import { pino } from 'pino';
 import { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { benchAsync } from './async.js';
+import { benchAsyncEndToEnd } from './async-e2e.js';
 import { AUTH, closeClients, scanDirect, uploadToAssay } from './clients.js';
 import { benchImagesOverHttp } from './images.js';
 import { benchNsfwImage, benchNsfwLanguage } from './nsfw.js';
@@ -100,13 +102,21 @@ function selects(key: string): boolean {
 async function main() {
   const selected = SCENARIOS.filter((scenario) => selects(scenario.key));
   const wantsAsync = selects('async');
+  const wantsAsyncEndToEnd = selects('async-e2e');
   const wantsImages = selects('images');
   const wantsProcesses = selects('processes');
   // Needs PostgreSQL (BENCH_POSTGRES).
   const wantsWorkers = selects('workers');
   // The NSFW engines run in this process, without clamd or the service.
   const summary = await benchNsfw();
-  if (selected.length === 0 && !wantsAsync && !wantsImages && !wantsProcesses && !wantsWorkers) {
+  if (
+    selected.length === 0 &&
+    !wantsAsync &&
+    !wantsAsyncEndToEnd &&
+    !wantsImages &&
+    !wantsProcesses &&
+    !wantsWorkers
+  ) {
     printSummary(summary);
     return;
   }
@@ -142,6 +152,21 @@ async function main() {
       const report = await runScenario(scenario, { ...run, rounds: ROUNDS });
       summary.push(report.line);
       peakMb = Math.max(peakMb, report.priorPeakMb, report.peakMb);
+    }
+    if (wantsAsyncEndToEnd) {
+      console.log('== 4 KB async end to end against sync, concurrency 8 (SQLite)');
+      peakMb = Math.max(peakMb, resetPeakMemory(pid));
+      const lines = await benchAsyncEndToEnd({
+        url: assay.url,
+        pid,
+        dataDir: join(work, 'assay'),
+        count: SMALL_FILES,
+        concurrency: 8,
+        rounds: ROUNDS,
+      });
+      for (const line of lines) console.log(`  ${line}`);
+      summary.push(...lines);
+      console.log('');
     }
     if (wantsAsync) {
       console.log('== async processing and callbacks');
