@@ -7,6 +7,9 @@ export interface StageLimits {
   perAccount: number;
 }
 
+/** How a round of claims ended (FairClaims.claim). */
+export type ClaimRound = 'full' | 'capped' | 'drained';
+
 /**
  * Claims due jobs of one stage fairly: accounts with due jobs take turns (round-robin from the
  * account served last), each up to its cap. The caps are counted in the store (processing jobs
@@ -24,46 +27,77 @@ export class FairClaims {
     private readonly leaseMs: number,
   ) {}
 
+  /** Accounts found at their cap in each stage's last round: their new jobs wait for a slot. */
+  private readonly capped: Record<JobStage, Set<string>> = { download: new Set(), scan: new Set() };
+
   /**
    * Claims up to `free` jobs of `stage`, one per account in turn (the account's oldest due job),
-   * skipping accounts at their cap and jobs `running` here, and hands each to `start`. True when
-   * due jobs were left because their accounts are at their cap.
+   * skipping accounts at their cap and jobs `running` here, and hands each to `start`. An account
+   * that is the only one with due jobs takes what its cap and the free slots allow at once. Says
+   * how the round ended: every slot taken (`full`), due jobs left because their accounts are at
+   * their cap (`capped`), or no due job left (`drained`).
    */
   async claim(
     stage: JobStage,
     free: number,
     running: (id: string) => boolean,
     start: (job: Job) => void,
-  ): Promise<boolean> {
+  ): Promise<ClaimRound> {
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + this.leaseMs).toISOString();
     const { perAccount } = this.limits[stage];
     const held = await this.heldByAccount(stage, now);
+    const capped = this.capped[stage];
+    capped.clear();
     // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
     const passed = new Set<string>();
     while (free > 0) {
       const last = this.lastAccount[stage];
-      const next =
-        (await this.store.jobs.nextDueAfter(stage, last, now)) ??
-        (last === '' ? null : await this.store.jobs.nextDueAfter(stage, '', now));
-      if (next === null) return false;
+      let next = await this.store.jobs.nextDueAfter(stage, last, now);
+      let alone = false;
+      if (next === null && last !== '') {
+        next = await this.store.jobs.nextDueAfter(stage, '', now);
+        // The walk wrapped around to the account it served last: no other account has due jobs.
+        alone = next?.accountId === last;
+      }
+      if (next === null) return 'drained';
       this.lastAccount[stage] = next.accountId;
-      if (passed.has(next.accountId)) return true;
+      if (passed.has(next.accountId)) return 'capped';
       const count = held.get(next.accountId) ?? 0;
-      const job =
-        count >= perAccount || running(next.id)
-          ? null
-          : await this.store.jobs.claim(next.id, now, leaseUntil);
-      if (job === null) {
+      if (count >= perAccount) capped.add(next.accountId);
+      const room = Math.min(free, perAccount - count);
+      let claimed: Job[] = [];
+      if (room > 0 && alone) {
+        claimed = await this.store.jobs.claimDue(
+          stage,
+          next.accountId,
+          now,
+          leaseUntil,
+          room,
+          running,
+        );
+      } else if (room > 0 && !running(next.id)) {
+        const job = await this.store.jobs.claim(next.id, now, leaseUntil);
+        if (job !== null) claimed = [job];
+      }
+      if (claimed.length === 0) {
         passed.add(next.accountId);
         continue;
       }
       passed.clear();
-      held.set(job.accountId, count + 1);
-      free -= 1;
-      start(job);
+      held.set(next.accountId, count + claimed.length);
+      free -= claimed.length;
+      for (const job of claimed) start(job);
     }
-    return false;
+    return 'full';
+  }
+
+  /**
+   * Whether `accountId` was at its cap in `stage` at the last round: a job it submits now cannot
+   * be claimed until one of its jobs ends (which starts a round) or the next look.
+   */
+  atCap(stage: JobStage, accountId: string): boolean {
+    return this.capped[stage].has(accountId);
   }
 
   /** Per account, what counts toward its cap in `stage`, in every process sharing the store. */

@@ -17,6 +17,8 @@ import { WorkLoop } from './work-loop.js';
 /** How often a delivering runner looks for jobs whose worker died (their lease ended). */
 const LEASE_SWEEP_MS = 1000;
 
+const STAGES = ['scan', 'download'] as const;
+
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
  *
@@ -41,6 +43,10 @@ export class JobRunner implements JobQueue {
     scan: new Set(),
   };
   private readonly loop: WorkLoop;
+  /** Stages with news since their last round (a submission, a finished job): a woken round looks at these only. */
+  private readonly dirty = new Set<JobStage>();
+  /** When each stage's round asked to look again (epoch ms), whatever wakes the loop meanwhile. */
+  private readonly lookAgainAt: Record<JobStage, number> = { scan: 0, download: 0 };
   private readonly claims: FairClaims;
   private readonly failures: JobFailures;
   private readonly work: Record<JobStage, JobWork>;
@@ -64,7 +70,7 @@ export class JobRunner implements JobQueue {
     };
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
     this.loop = new WorkLoop(
-      () => this.tick(),
+      (woken) => this.tick(woken),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
     );
   }
@@ -156,9 +162,22 @@ export class JobRunner implements JobQueue {
       await store.jobs.insert({ ...job, creditHeld: true });
       await store.trace.append(job.id, received, job.creationDate);
     });
-    this.loop.notify();
+    const stage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+    this.wakeFor(stage, job.accountId);
     // Only this process knows the commit is done: its own workers need not wait for NOTIFY.
-    this.delivery?.wake(job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan');
+    this.delivery?.wake(stage);
+  }
+
+  /**
+   * A job of `accountId` became due in `stage`: a round of the due list looks for it, unless none
+   * could start it now (every slot of the stage busy, or its account at its cap in the last
+   * round): a job ending here starts a round, and one ending elsewhere is seen within a second.
+   */
+  private wakeFor(stage: JobStage, accountId: string): void {
+    if (this.options.stages[stage].slots <= this.stageRunning[stage].size) return;
+    if (this.claims.atCap(stage, accountId)) return;
+    this.dirty.add(stage);
+    this.loop.notify();
   }
 
   /** Jobs this process is running now. */
@@ -198,26 +217,39 @@ export class JobRunner implements JobQueue {
     clearInterval(this.leaseTimer);
   }
 
-  private async tick(): Promise<number> {
-    let sleepMs = 60_000; // with every slot taken, a finishing job wakes the loop
-    for (const stage of ['scan', 'download'] as const) {
+  /**
+   * One round of the due list: claims what the free slots and the accounts' caps allow in each
+   * stage (only the stages with news when `woken`: a submission costs no look at the downloads),
+   * and says how long the loop may sleep: a minute with every slot taken (a finishing job wakes
+   * it), a second while jobs wait for an account's cap, else until the stage's earliest due job,
+   * at most a second (other processes sharing the store add jobs unannounced).
+   */
+  private async tick(woken: boolean): Promise<number> {
+    const stages = woken ? STAGES.filter((stage) => this.dirty.has(stage)) : STAGES;
+    for (const stage of stages) this.dirty.delete(stage);
+    for (const stage of stages) {
       const free = this.options.stages[stage].slots - this.stageRunning[stage].size;
-      if (free <= 0) continue;
-      const atCap = await this.claims.claim(
-        stage,
-        free,
-        (id) => this.active.has(id),
-        (job) => this.launch(stage, job),
-      );
-      // Due jobs left unclaimed: their accounts are at their cap; a finishing job wakes the loop.
-      if (atCap) {
-        sleepMs = Math.min(sleepMs, 1000);
-        continue;
+      const round =
+        free <= 0
+          ? 'full'
+          : await this.claims.claim(
+              stage,
+              free,
+              (id) => this.active.has(id),
+              (job) => this.launch(stage, job),
+            );
+      const now = Date.now();
+      if (round === 'full') this.lookAgainAt[stage] = now + 60_000;
+      else if (round === 'capped') this.lookAgainAt[stage] = now + 1000;
+      else {
+        const next = await this.store.jobs.nextDue(stage);
+        this.lookAgainAt[stage] = Math.min(
+          now + 1000,
+          next === null ? now + 1000 : Date.parse(next),
+        );
       }
-      const next = await this.store.jobs.nextDue();
-      sleepMs = Math.min(sleepMs, next === null ? 1000 : Date.parse(next) - Date.now());
     }
-    return sleepMs;
+    return Math.min(...STAGES.map((stage) => this.lookAgainAt[stage])) - Date.now();
   }
 
   private launch(stage: JobStage, job: Job): void {
@@ -225,6 +257,9 @@ export class JobRunner implements JobQueue {
     const run = this.run(job).finally(() => {
       this.active.delete(job.id);
       this.stageRunning[stage].delete(job.id);
+      // A slot of its stage is free; a finished download may have moved the job to the scan.
+      this.dirty.add(stage);
+      if (stage === 'download') this.dirty.add('scan');
       this.loop.notify();
     });
     this.active.set(job.id, run);

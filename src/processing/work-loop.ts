@@ -1,6 +1,7 @@
 /**
  * A background loop that sleeps until it is woken (new work, a freed slot) or its next work falls
- * due. `tick` does one round and returns how long it may sleep, in ms.
+ * due. `tick` does one round and returns how long it may sleep, in ms; it is told whether the
+ * round was asked for by `notify` (true) or came at its time, or first (false).
  */
 export class WorkLoop {
   private running = false;
@@ -9,7 +10,7 @@ export class WorkLoop {
   private finished: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly tick: () => Promise<number>,
+    private readonly tick: (woken: boolean) => Promise<number>,
     private readonly onError: (error: unknown) => void,
   ) {}
 
@@ -36,21 +37,23 @@ export class WorkLoop {
   }
 
   private async run(): Promise<void> {
+    let woken = false;
     while (this.running) {
       let sleepMs = 1000;
       this.woken = false;
       try {
-        sleepMs = await this.tick();
+        sleepMs = await this.tick(woken);
       } catch (error) {
         // A failing round (say, the database is busy) must not end the loop: try again shortly.
         this.onError(error);
       }
+      woken = true;
       if (!this.running || this.woken) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, sleepMs));
+      woken = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), Math.max(0, sleepMs));
         this.wakeUp = () => {
           clearTimeout(timer);
-          resolve();
+          resolve(true);
         };
       });
       this.wakeUp = null;

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
+import { QueryTemplate } from './query-template.js';
 import type { Database, JobsTable } from './schema.js';
 import { type DueWork, type WorkDispatch, withDispatch } from './work-dispatch.js';
 
@@ -54,6 +55,69 @@ async function announce(
     .executeTakeFirst();
   await dispatch.send(db, { ...work, rank: Number(row?.count ?? 0) });
 }
+
+// The due list's statements, run on every claim round: built once (QueryTemplate).
+const jobById = new QueryTemplate(1, (db, id: string) =>
+  db.selectFrom('jobs').selectAll().where('id', '=', id),
+);
+const claimUnchanged = new QueryTemplate(
+  5,
+  (db, attempts: number, leaseUntil: string, id: string, was: number, runAfter: string) =>
+    db
+      .updateTable('jobs')
+      .set({ state: 'processing', attempts, run_after: leaseUntil, last_error: null })
+      .where('id', '=', id)
+      .where('attempts', '=', was)
+      .where('run_after', '=', runAfter),
+);
+const dueOfAccount = new QueryTemplate(
+  4,
+  (db, stage: string, accountId: string, now: string, limit: number) =>
+    db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('stage', '=', stage)
+      .where('account_id', '=', accountId)
+      .where('run_after', '<=', now)
+      .orderBy('run_after')
+      .limit(limit),
+);
+const nextDueAfterAccount = new QueryTemplate(
+  3,
+  (db, stage: string, afterAccount: string, now: string) =>
+    db
+      .selectFrom('jobs')
+      .select(['id', 'account_id'])
+      .where('stage', '=', stage)
+      .where('account_id', '>', afterAccount)
+      .where('run_after', '<=', now)
+      .orderBy('account_id')
+      .orderBy('run_after')
+      .limit(1),
+);
+const inFlightPerAccount = new QueryTemplate(2, (db, now: string, stage: string) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+    .where('state', '=', 'processing')
+    .where('run_after', '>', now)
+    .where('stage', '=', stage)
+    .groupBy('account_id'),
+);
+const downloadedPerAccount = new QueryTemplate(0, (db) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+    .where('stage', '=', 'scan')
+    .where('kind', '=', 'fetch')
+    .groupBy('account_id'),
+);
+const earliestRunAfter = new QueryTemplate(1, (db, stage: string) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.min('run_after').as('next'))
+    .where('stage', '=', stage),
+);
 
 export class JobRepository {
   /** `dispatch`: told of every job that becomes due, in the same transaction (PostgreSQL). */
@@ -168,16 +232,8 @@ export class JobRepository {
     afterAccount: string,
     now: string,
   ): Promise<{ id: string; accountId: string } | null> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .select(['id', 'account_id'])
-      .where('stage', '=', stage)
-      .where('account_id', '>', afterAccount)
-      .where('run_after', '<=', now)
-      .orderBy('account_id')
-      .orderBy('run_after')
-      .limit(1)
-      .executeTakeFirst();
+    const { rows } = await nextDueAfterAccount.execute(this.db, stage, afterAccount, now);
+    const row = rows[0];
     return row === undefined ? null : { id: row.id, accountId: row.account_id };
   }
 
@@ -194,14 +250,7 @@ export class JobRepository {
 
   /** Jobs of `stage` in flight (processing, lease not expired) per account, across every worker. */
   async inFlightByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
-      .where('state', '=', 'processing')
-      .where('run_after', '>', now)
-      .where('stage', '=', stage)
-      .groupBy('account_id')
-      .execute();
+    const { rows } = await inFlightPerAccount.execute(this.db, now, stage);
     return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
   }
 
@@ -211,13 +260,7 @@ export class JobRepository {
    * cannot run ahead of the scans and fill the disk.
    */
   async downloadedByAccount(): Promise<Map<string, number>> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
-      .where('stage', '=', 'scan')
-      .where('kind', '=', 'fetch')
-      .groupBy('account_id')
-      .execute();
+    const { rows } = await downloadedPerAccount.execute(this.db);
     return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
   }
 
@@ -266,13 +309,13 @@ export class JobRepository {
     return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
   }
 
-  /** The earliest moment a job may be claimed (a due time or the end of a lease), if any. */
-  async nextDue(): Promise<string | null> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.min('run_after').as('next'))
-      .executeTakeFirst();
-    return row?.next ?? null;
+  /**
+   * The earliest moment a job of `stage` may be claimed (a due time or the end of a lease), if
+   * any.
+   */
+  async nextDue(stage: JobStage): Promise<string | null> {
+    const { rows } = await earliestRunAfter.execute(this.db, stage);
+    return rows[0]?.next ?? null;
   }
 
   /**
@@ -282,23 +325,49 @@ export class JobRepository {
    * cleared, so an attempt that never records an outcome (the process died) leaves none.
    */
   async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+    const { rows } = await jobById.execute(this.db, id);
+    const row = rows[0];
     if (row === undefined || row.run_after > now) return null;
     if (stage !== undefined && row.stage !== stage) return null;
+    return this.claimRow(row, leaseUntil);
+  }
+
+  /**
+   * Claims up to `limit` of one account's jobs of `stage` that may be claimed by `now`, oldest
+   * first, skipping those `skip` names (running here). One index seek for the candidates, then a
+   * conditional update each: a job another worker claimed in between is left out.
+   */
+  async claimDue(
+    stage: JobStage,
+    accountId: string,
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    skip: (id: string) => boolean = () => false,
+  ): Promise<Job[]> {
+    const { rows } = await dueOfAccount.execute(this.db, stage, accountId, now, limit);
+    const claimed: Job[] = [];
+    for (const row of rows) {
+      if (skip(row.id)) continue;
+      const job = await this.claimRow(row, leaseUntil);
+      if (job !== null) claimed.push(job);
+    }
+    return claimed;
+  }
+
+  /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */
+  private async claimRow(row: Selectable<JobsTable>, leaseUntil: string): Promise<Job | null> {
     const attempts = row.attempts + 1;
-    const result = await this.db
-      .updateTable('jobs')
-      .set({ state: 'processing', attempts, run_after: leaseUntil, last_error: null })
-      .where('id', '=', id)
-      // Unchanged since read: another worker did not claim it in between.
-      .where('attempts', '=', row.attempts)
-      .where('run_after', '=', row.run_after)
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) return null;
+    // Unchanged since read (attempts and run_after): another worker did not claim it in between.
+    const result = await claimUnchanged.execute(
+      this.db,
+      attempts,
+      leaseUntil,
+      row.id,
+      row.attempts,
+      row.run_after,
+    );
+    if ((result.numAffectedRows ?? 0n) === 0n) return null;
     return toJob({ ...row, state: 'processing', attempts, run_after: leaseUntil });
   }
 
