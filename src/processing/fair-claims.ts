@@ -64,7 +64,11 @@ export class FairClaims {
       this.lastAccount[stage] = next.accountId;
       if (passed.has(next.accountId)) return 'capped';
       const count = held.get(next.accountId) ?? 0;
-      if (count >= perAccount) capped.add(next.accountId);
+      if (count >= perAccount) {
+        capped.add(next.accountId);
+        // No other account has due jobs: a full turn would find nothing.
+        if (alone) return 'capped';
+      }
       const room = Math.min(free, perAccount - count);
       let claimed: Job[] = [];
       if (room > 0 && alone) {
@@ -88,6 +92,10 @@ export class FairClaims {
       held.set(next.accountId, count + claimed.length);
       free -= claimed.length;
       for (const job of claimed) start(job);
+      if (alone && count + claimed.length >= perAccount) {
+        capped.add(next.accountId);
+        if (free > 0) return 'capped';
+      }
     }
     return 'full';
   }
