@@ -205,25 +205,19 @@ describe('roles on one SQLite data dir', {
 }, () => {
   test("async uploads to an api process are done by a worker sharing its data dir; the worker's readiness reports its queue", async (t) => {
     const dir = dataDir(t);
-    const remote = await remoteHolding(t, 1, randomContent(100));
+    const fetched = randomContent(100);
+    const remote = await remoteHolding(t, 1, fetched);
     const api = await startServe(t, { ...common(), ASSAY_DATA_DIR: dir, ASSAY_ROLE: 'api' });
     const worker = await startServe(t, {
       ...common(),
       ASSAY_DATA_DIR: dir,
       ASSAY_ROLE: 'worker',
-      ASSAY_JOB_CONCURRENCY: '1',
+      ASSAY_FETCH_CONCURRENCY: '1',
     });
-    // One slot, held by a download that never ends: the next job is due and waits.
+    // One download slot, held by a download that never ends: the next fetch is due and waits.
     await submitFetch(api.url, AUTH, `${remote.url}/held`);
     await remote.waitFor(1, 10_000);
-    const content = randomContent(2048);
-    const uploaded = await fetch(`${api.url}/v2.2/files/async`, {
-      method: 'POST',
-      headers: { authorization: AUTH },
-      body: uploadForm(content),
-    });
-    assert.equal(uploaded.status, 202);
-    const { id } = (await uploaded.json()) as { id: string };
+    const waiting = await submitFetch(api.url, AUTH, `${remote.url}/waiting`);
     await sleep(1500);
     const ready = await readyOf(worker);
     assert.equal(ready.status, 200);
@@ -232,10 +226,23 @@ describe('roles on one SQLite data dir', {
     assert.ok((ready.body.queue?.oldestDueSeconds ?? -1) >= 1, JSON.stringify(ready.body));
     assert.equal((await readyOf(api)).body.queue, undefined);
 
-    // A second worker takes the upload.
-    await startServe(t, { ...common(), ASSAY_DATA_DIR: dir, ASSAY_ROLE: 'worker' });
+    // An upload to the api process: the worker, told nothing, finds it within its second's look.
+    const content = randomContent(2048);
+    const uploaded = await fetch(`${api.url}/v2.2/files/async`, {
+      method: 'POST',
+      headers: { authorization: AUTH },
+      body: uploadForm(content),
+    });
+    assert.equal(uploaded.status, 202);
+    const { id } = (await uploaded.json()) as { id: string };
+    const started = Date.now();
     const result = await pollResult(api.url, AUTH, id, 20_000);
     assert.equal(result.checksum, sha1(content));
+    assert.ok(Date.now() - started < 5_000, `scanned ${Date.now() - started} ms after the 202`);
+
+    // A second worker takes the waiting fetch.
+    await startServe(t, { ...common(), ASSAY_DATA_DIR: dir, ASSAY_ROLE: 'worker' });
+    assert.equal((await pollResult(api.url, AUTH, waiting, 20_000)).checksum, sha1(fetched));
     await waitUntil(
       'the queue is empty',
       async () => (await readyOf(worker)).body.queue?.due === 0,
