@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Job, JobStage } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
+import { GroupedCommits } from '../store/grouped-commits.js';
 import type { Store } from '../store/store.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
@@ -48,6 +49,7 @@ export class JobRunner implements JobQueue {
   /** When each stage's round asked to look again (epoch ms), whatever wakes the loop meanwhile. */
   private readonly lookAgainAt: Record<JobStage, number> = { scan: 0, download: 0 };
   private readonly claims: FairClaims;
+  private readonly submissions: GroupedCommits;
   private readonly failures: JobFailures;
   private readonly work: Record<JobStage, JobWork>;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -69,6 +71,7 @@ export class JobRunner implements JobQueue {
       scan: new ScanJob(processor, spool, options),
     };
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
+    this.submissions = new GroupedCommits(store, { durable: true });
     this.loop = new WorkLoop(
       (woken) => this.tick(woken),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
@@ -156,7 +159,8 @@ export class JobRunner implements JobQueue {
    * soon as a slot is free. The caller removes what it spooled when this throws.
    */
   async submit(job: Job, received: string): Promise<void> {
-    await this.store.durableTransaction(async (store) => {
+    // Submissions arriving together share a transaction and its sync (GroupedCommits).
+    await this.submissions.run(async (store) => {
       // The item's credit is taken with its job, or neither: refused when the balance is spent.
       if (!(await store.accounts.takeCredit(job.accountId))) throw new BalanceSpentError();
       await store.jobs.insert({ ...job, creditHeld: true });

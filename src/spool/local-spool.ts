@@ -4,7 +4,7 @@ import { access, mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { isDiskFull, SpoolTooLargeError, SpoolUnavailableError } from '../domain/failures.js';
-import { syncDirectory } from '../store/disk-sync.js';
+import { SharedDirectorySync, syncDirectory } from '../store/disk-sync.js';
 import { noteStreamedBytes } from '../stream-memory.js';
 import type { ContentSpool } from './content-spool.js';
 import { SpoolHealth } from './spool-health.js';
@@ -30,8 +30,11 @@ export class LocalSpool implements ContentSpool {
   /** Set when a write in the data dir found no room; cleared once a probe write succeeds. */
   private full = false;
   private readonly health: SpoolHealth;
+  /** Renames made together share the directory's sync. */
+  private readonly directorySync: SharedDirectorySync;
 
   constructor(private readonly dir: string) {
+    this.directorySync = new SharedDirectorySync(dir);
     this.health = new SpoolHealth({
       quick: () => this.answers(),
       thorough: () => this.probeWrite(),
@@ -88,7 +91,7 @@ export class LocalSpool implements ContentSpool {
     if (durable) {
       try {
         // The rename is durable only once the directory is synced.
-        await this.call('writing', () => syncDirectory(this.dir));
+        await this.call('writing', () => this.directorySync.sync());
       } catch (error) {
         await rm(path, { force: true }).catch(() => {});
         throw error;

@@ -28,3 +28,36 @@ export async function syncFileData(path: string): Promise<void> {
     await handle.close();
   }
 }
+
+/**
+ * fsyncs of one directory shared by the callers that ask at once: a sync started after a caller
+ * asked covers every entry that caller made, so callers arriving while one runs share the next.
+ * Many spool files renamed together cost two directory syncs, not one each.
+ */
+export class SharedDirectorySync {
+  private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
+
+  constructor(private readonly path: string) {}
+
+  sync(): Promise<void> {
+    if (this.next !== null) return this.next;
+    if (this.running === null) return this.start();
+    // The sync under way may have begun before this caller's entry: it waits for the next one.
+    this.next = this.running
+      .catch(() => {})
+      .then(() => {
+        this.next = null;
+        return this.start();
+      });
+    return this.next;
+  }
+
+  private start(): Promise<void> {
+    const run = syncDirectory(this.path).finally(() => {
+      if (this.running === run) this.running = null;
+    });
+    this.running = run;
+    return run;
+  }
+}

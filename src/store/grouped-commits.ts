@@ -14,12 +14,17 @@ const MAX_GROUP = 64;
  * group commits) run in one transaction, so a busy service pays one commit (SQLite's WAL append,
  * PostgreSQL's round trips and flush) for many items instead of one each. A group that fails is
  * tried again one write per transaction, so one write's failure is its own, not its group's.
+ * `durable`: each write resolves only once its commit survives power loss (Store.syncCommits),
+ * one sync for the whole group: what a 202 promises, at a fraction of a sync per item.
  */
 export class GroupedCommits {
   private readonly pending: Pending[] = [];
   private flushing = false;
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly options: { durable?: boolean } = {},
+  ) {}
 
   run<T>(work: (store: Store) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -49,6 +54,12 @@ export class GroupedCommits {
         for (const item of group) await this.alone(item);
         continue;
       }
+      try {
+        await this.synced();
+      } catch (error) {
+        for (const item of group) item.reject(error);
+        continue;
+      }
       for (const [i, item] of group.entries()) item.resolve(results[i]);
     }
     this.flushing = false;
@@ -56,9 +67,15 @@ export class GroupedCommits {
 
   private async alone(item: Pending): Promise<void> {
     try {
-      item.resolve(await this.store.transaction(item.work));
+      const result = await this.store.transaction(item.work);
+      await this.synced();
+      item.resolve(result);
     } catch (error) {
       item.reject(error);
     }
+  }
+
+  private async synced(): Promise<void> {
+    if (this.options.durable === true) await this.store.syncCommits();
   }
 }

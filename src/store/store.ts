@@ -78,7 +78,7 @@ export class Store {
   readonly results: ResultRepository;
 
   /**
-   * @param syncCommitted makes what has been committed durable, for `durableTransaction`; by
+   * @param syncCommitted makes what has been committed durable, for `syncCommits`; by
    * default nothing (a dialect whose commits are durable by themselves).
    * @param dispatch is told of jobs and callbacks that become due, in their transaction.
    */
@@ -113,14 +113,12 @@ export class Store {
   }
 
   /**
-   * A transaction whose commit survives power loss once this resolves: for commits that answer a
-   * promise (the 202 of a job). Other commits may trade the last moments before a power cut for
-   * speed (SQLite: WAL with synchronous=NORMAL).
+   * Makes every commit so far survive power loss: for commits that answer a promise (the 202 of a
+   * job; GroupedCommits syncs once per group). Other commits may trade the last moments before a
+   * power cut for speed (SQLite: WAL with synchronous=NORMAL).
    */
-  async durableTransaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
-    const result = await this.transaction(work);
-    await this.syncCommitted();
-    return result;
+  syncCommits(): Promise<void> {
+    return this.syncCommitted();
   }
 
   async migrate(): Promise<void> {
