@@ -43,3 +43,36 @@ test('writes handed over together (one commit for many) are all kept, but one th
   const stored = (await store.accounts.list()).map((a) => a.name).sort();
   assert.deepEqual(stored, names.filter((_, i) => i !== 7).sort(), 'every other write committed');
 });
+
+test('durable: writes handed over together share one sync of their commit, and none resolves before it', async (t) => {
+  const dataDir = tempDir();
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  t.after(() => store.close());
+  // Count the syncs and hold each until released: nothing may resolve while its sync is pending.
+  let syncs = 0;
+  let release: () => void = () => {};
+  const sync = store.syncCommits.bind(store);
+  store.syncCommits = async () => {
+    syncs += 1;
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await sync();
+  };
+  const commits = new GroupedCommits(store, { durable: true });
+  const resolved: number[] = [];
+  const writes = Array.from({ length: 10 }, (_, i) =>
+    commits
+      .run(async (trx) => trx.accounts.find(`${i}`.padStart(32, '0')))
+      .then(() => resolved.push(i)),
+  );
+  for (let i = 0; syncs === 0 && i < 1000; i++) await new Promise((r) => setTimeout(r, 2));
+  assert.equal(syncs, 1, 'the group commit is synced');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(resolved, [], 'none resolves before the sync of its commit');
+  release();
+  await Promise.all(writes);
+  assert.equal(syncs, 1, 'one sync for the ten writes');
+  assert.equal(resolved.length, 10);
+});

@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { SharedDirectorySync } from '../../src/store/disk-sync.js';
+import { tempDir } from '../helpers/service.js';
+
+test('SharedDirectorySync: callers arriving while a sync runs share the next one; a failure reaches its callers', async (t) => {
+  const dir = tempDir();
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const shared = new SharedDirectorySync(dir);
+  const first = shared.sync();
+  // Asked while the first runs: its entries may postdate it, so they wait for one sync after it.
+  const later = Array.from({ length: 20 }, () => shared.sync());
+  assert.equal(new Set(later).size, 1, 'the twenty share one sync');
+  assert.notEqual(later[0], first, 'and it is not the one under way');
+  await Promise.all([first, ...later]);
+  // Nothing under way: a caller starts its own at once.
+  const alone = shared.sync();
+  assert.notEqual(alone, later[0]);
+  await alone;
+
+  const gone = new SharedDirectorySync(join(dir, 'missing'));
+  await assert.rejects(gone.sync(), { code: 'ENOENT' });
+  mkdirSync(join(dir, 'missing'));
+  await gone.sync();
+});
