@@ -98,6 +98,8 @@ export interface Config {
   spoolMaxBytes: number;
   /** Bytes held in the spool for one account's unfinished async work; beyond it, 429. */
   accountSpoolMaxBytes: number;
+  /** Async uploads up to this size are kept in their job's row (committed with it), not spooled. */
+  asyncInlineBytes: number;
   /** Open client connections at most, and per client address (IPv6: per /64). */
   maxConnections: number;
   maxConnectionsPerAddress: number;

@@ -383,6 +383,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     fetchIdleTimeoutMs: integer(env, 'ASSAY_FETCH_IDLE_TIMEOUT', 1, 86_400) * 1000,
     ...spoolQuota(env),
+    asyncInlineBytes: integer(env, 'ASSAY_ASYNC_INLINE_BYTES', 0, 1024 * 1024),
     ...spoolLocation(env),
     verdictCache: oneOf(env, 'ASSAY_VERDICT_CACHE', ['account', 'shared', 'off'] as const),
     verdictCacheTtlMs: integer(env, 'ASSAY_VERDICT_CACHE_TTL', 1, 365 * 86_400) * 1000,

@@ -402,7 +402,7 @@ export async function startService(
         accounts,
         requestLimits,
         processor,
-        intake: new Intake(spool, spoolQuota, jobs),
+        intake: new Intake(spool, spoolQuota, jobs, config.asyncInlineBytes),
         remoteScans: new RemoteScans(processor, spool, outbound.fetch),
         readiness: new Readiness(
           store,

@@ -161,6 +161,10 @@ export const SETTINGS = {
     default: String(5 * 1024 * 1024 * 1024),
     doc: 'Bytes of async uploads held until their results, in all; beyond it 507 with Retry-After.',
   },
+  ASSAY_ASYNC_INLINE_BYTES: {
+    default: '65536',
+    doc: 'Async uploads of at most this many bytes are kept in their job (the database), not a spool file; 0: always the spool.',
+  },
   ASSAY_ACCOUNT_SPOOL_MAX_BYTES: {
     default: String(1024 * 1024 * 1024),
     doc: 'Bytes of async uploads one account may have held (at most ASSAY_SPOOL_MAX_BYTES); beyond it 429.',

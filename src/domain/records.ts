@@ -84,6 +84,8 @@ export interface Job {
   state: 'pending' | 'processing';
   location: string | null;
   spoolKey: string | null;
+  /** A small upload's content, held in the job itself instead of the spool (spoolKey null). */
+  content?: Buffer | null;
   metadata: Record<string, string>;
   callback: string | null;
   /** Attempts so far, the running one included; attempts cut short by an engine outage do not count. */

@@ -19,13 +19,16 @@ export interface Submission {
 /**
  * Accepting asynchronous work: an upload is spooled (within the spool quota and its size limit)
  * and committed as a job, or leaves nothing behind; a fetch is committed as a job at once. The
- * answer (202, or v1.0's pending) is given only once the job is durable.
+ * answer (202, or v1.0's pending) is given only once the job is durable. An upload of at most
+ * `inlineBytes` is kept in its job instead of the spool: durable with the job's commit, whose sync
+ * the submissions accepted together share (no file to write, sync, rename, read and remove).
  */
 export class Intake {
   constructor(
     private readonly spool: ContentSpool,
     private readonly quota: SpoolQuota,
     private readonly jobs: JobQueue,
+    private readonly inlineBytes = 0,
   ) {}
 
   /**
@@ -40,7 +43,9 @@ export class Intake {
     id: string = newId(),
   ): Promise<PendingUpload> {
     const reservation = await this.quota.reserve(principal.accountId, declaredLength);
-    return new PendingUpload(this.spool, this.jobs, reservation, principal, maxBytes, id);
+    return new PendingUpload(this.spool, this.jobs, reservation, principal, maxBytes, id, {
+      inlineBytes: this.inlineBytes,
+    });
   }
 
   /** Commits a fetch of `location` as a job; returns its id. */
@@ -89,6 +94,8 @@ function jobOf(
 /** An upload under way: spool its content, then commit it; `end()` cleans up what was not. */
 export class PendingUpload {
   private spooled: { key: string; size: number } | null = null;
+  /** Content small enough to be kept in the job, whole. */
+  private inline: Buffer | null = null;
   private committed = false;
   private readonly receivedAt = new Date().toISOString();
 
@@ -99,17 +106,45 @@ export class PendingUpload {
     private readonly principal: Principal,
     private readonly maxBytes: number,
     readonly id: string,
+    private readonly options: { inlineBytes: number } = { inlineBytes: 0 },
   ) {}
 
-  /** Streams the content into the spool; ContentTooLargeError past the limit. */
+  /**
+   * Takes the content: kept whole when it ends within the inline size, else streamed into the
+   * spool (what was read first included); ContentTooLargeError past the limit.
+   */
   async store(content: AsyncIterable<Buffer>): Promise<{ size: number }> {
-    if (this.spooled !== null) throw new Error('an upload has one content');
+    if (this.spooled !== null || this.inline !== null) throw new Error('an upload has one content');
+    const source = this.reservation.count(content)[Symbol.asyncIterator]();
+    const limit = Math.min(this.options.inlineBytes, this.maxBytes);
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    for (;;) {
+      const next = await source.next();
+      if (next.done === true) {
+        // Ended within the inline size (and so within the limit): kept in the job.
+        this.inline = Buffer.concat(head, headBytes);
+        return { size: headBytes };
+      }
+      head.push(next.value);
+      headBytes += next.value.length;
+      if (headBytes > limit) break;
+    }
+    const rest = async function* (): AsyncGenerator<Buffer> {
+      try {
+        yield* head;
+        for (;;) {
+          const next = await source.next();
+          if (next.done === true) return;
+          yield next.value;
+        }
+      } finally {
+        // The spool stopped reading early (over the limit, a failed write): the source is closed.
+        await source.return?.(undefined);
+      }
+    };
     try {
-      this.spooled = await this.spool.write(
-        this.id,
-        this.reservation.count(content),
-        this.maxBytes,
-      );
+      this.spooled = await this.spool.write(this.id, rest(), this.maxBytes);
     } catch (error) {
       if (error instanceof SpoolTooLargeError) throw new ContentTooLargeError(this.maxBytes);
       throw error;
@@ -119,17 +154,19 @@ export class PendingUpload {
 
   /** Commits the job (durably, with the item's credit); EmptyContentError for empty content. */
   async commit(submission: Submission, received: (size: number) => string): Promise<string> {
-    if (this.spooled === null) throw new Error('nothing was spooled');
-    if (this.spooled.size === 0) throw new EmptyContentError();
+    const size = this.inline?.length ?? this.spooled?.size;
+    if (size === undefined) throw new Error('nothing was stored');
+    if (size === 0) throw new EmptyContentError();
     await this.jobs.submit(
       {
         ...jobOf(this.principal, this.id, submission, this.receivedAt),
         kind: 'upload',
         location: null,
-        spoolKey: this.spooled.key,
-        size: this.spooled.size,
+        spoolKey: this.spooled?.key ?? null,
+        content: this.inline,
+        size,
       },
-      received(this.spooled.size),
+      received(size),
     );
     this.committed = true;
     return this.id;

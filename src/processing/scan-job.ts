@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { Job } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import { fetchLimits, type JobOutcome, type JobScanOptions, type JobWork } from './job-work.js';
@@ -31,7 +32,16 @@ export class ScanJob implements JobWork {
   private async scan(job: Job, submission: Submission): Promise<ScannedContent> {
     const legacy = submission.version === 'v1.0' ? this.options.legacy : null;
     const categories = submission.principal.detectionCategories;
-    const { spoolKey } = job;
+    const { spoolKey, content } = job;
+    if (job.kind === 'upload' && content != null) {
+      // A small upload kept in its job.
+      return this.processor.scan(Readable.from([content], { objectMode: false }), {
+        categories,
+        receivedAt: job.creationDate,
+        maxBytes: legacy?.maxPostBytes,
+        accountId: job.accountId,
+      });
+    }
     if (spoolKey === null) throw new Error(`job ${job.id} has no spool file`);
     if (job.kind === 'upload') {
       return this.processor.scan(this.spool.read(spoolKey), {

@@ -83,6 +83,8 @@ export interface JobsTable {
   credit_held: number;
   /** 'download' (a fetch not yet in the spool) or 'scan' (spooled content). */
   stage: string;
+  /** A small upload's content, kept in the row instead of the spool (then `spool_key` is null). */
+  content: Buffer | null;
 }
 
 export interface TraceEventsTable {

@@ -24,6 +24,7 @@ import * as verdictKey from './migrations/0015-verdict-key.js';
 import * as consoleUsers from './migrations/0016-console.js';
 import * as operations from './migrations/0017-operations.js';
 import * as consolePages from './migrations/0018-console-pages.js';
+import * as jobContent from './migrations/0019-job-content.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0016-console': consoleUsers,
   '0017-operations': operations,
   '0018-console-pages': consolePages,
+  '0019-job-content': jobContent,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
