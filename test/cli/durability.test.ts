@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { startServe } from '../helpers/cli.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
@@ -66,53 +66,82 @@ function syncCompleted(
   return find(lines, new RegExp(`^${pid} +<\\.\\.\\. ${call} resumed>.*= 0`), start + 1);
 }
 
+/** Uploads `size` bytes async to a service run under strace; the trace's lines and the item's id. */
+async function tracedUpload(
+  t: TestContext,
+  env: Record<string, string>,
+  size: number,
+): Promise<{ lines: string[]; id: string; dataDir: string } | null> {
+  const unavailable = straceUnavailable();
+  if (unavailable) {
+    t.skip(unavailable);
+    return null;
+  }
+  const dataDir = tempDir();
+  const traceDir = tempDir('assay-strace-');
+  const log = join(traceDir, 'trace');
+  t.after(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(traceDir, { recursive: true, force: true });
+  });
+  const serve = await startServe(
+    t,
+    {
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+      ASSAY_CLAMD: clamd.socket,
+      ...env,
+    },
+    [
+      'strace',
+      '-f',
+      '-qq',
+      '-s',
+      '40',
+      '-e',
+      'trace=rename,openat,fsync,fdatasync,write,writev',
+      '-e',
+      'signal=none',
+      '-o',
+      log,
+    ],
+  );
+  const response = await fetch(`${serve.url}/v2.2/files/async`, {
+    method: 'POST',
+    headers: { authorization: basic('key', 'secret') },
+    body: uploadForm(randomContent(size)),
+  });
+  assert.equal(response.status, 202);
+  const { id } = (await response.json()) as { id: string };
+  // SIGTERM to the group: strace and the service it runs stop together.
+  process.kill(-(serve.child.pid ?? 0), 'SIGTERM');
+  await once(serve.child, 'exit');
+  return { lines: readFileSync(log, 'utf8').split('\n'), id, dataDir };
+}
+
+/** The job's commit (with what it holds) is durable before the 202, after line `after`. */
+function assertCommitSyncedBefore202(lines: string[], dataDir: string, after: number): void {
+  const answered = find(lines, /HTTP\/1\.1 202/);
+  if (onPostgres) {
+    // PostgreSQL makes a commit durable before it answers it (synchronous_commit is on).
+    const commit = find(lines, /write\(\d+, ".*commit/i, after);
+    assert.ok(commit > after, 'the job is committed after that');
+    assert.ok(answered > commit, 'the 202 is written only after the commit');
+    return;
+  }
+  const { index: openWal, fd: walFd } = opened(lines, `${dataDir}/assay.db-wal`, after);
+  assert.ok(openWal > after, 'the WAL holding the job commit is opened after that');
+  const walSynced = syncCompleted(lines, openWal, walFd, 'fdatasync');
+  assert.ok(walSynced > openWal, 'and synced');
+  assert.ok(answered > walSynced, 'the 202 is written only after the syncs completed');
+}
+
 describe('durability of the 202', () => {
   test('the spool directory and the job commit are synced to disk before the 202', async (t) => {
-    const unavailable = straceUnavailable();
-    if (unavailable) {
-      t.skip(unavailable);
-      return;
-    }
-    const dataDir = tempDir();
-    const traceDir = tempDir('assay-strace-');
-    const log = join(traceDir, 'trace');
-    t.after(() => {
-      rmSync(dataDir, { recursive: true, force: true });
-      rmSync(traceDir, { recursive: true, force: true });
-    });
-    const serve = await startServe(
-      t,
-      {
-        ASSAY_DATA_DIR: dataDir,
-        ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
-        ASSAY_CLAMD: clamd.socket,
-      },
-      [
-        'strace',
-        '-f',
-        '-qq',
-        '-s',
-        '40',
-        '-e',
-        'trace=rename,openat,fsync,fdatasync,write,writev',
-        '-e',
-        'signal=none',
-        '-o',
-        log,
-      ],
-    );
-    const response = await fetch(`${serve.url}/v2.2/files/async`, {
-      method: 'POST',
-      headers: { authorization: basic('key', 'secret') },
-      body: uploadForm(randomContent(4096)),
-    });
-    assert.equal(response.status, 202);
-    const { id } = (await response.json()) as { id: string };
-    // SIGTERM to the group: strace and the service it runs stop together.
-    process.kill(-(serve.child.pid ?? 0), 'SIGTERM');
-    await once(serve.child, 'exit');
-
-    const lines = readFileSync(log, 'utf8').split('\n');
+    // Over the inline size: the content goes through a spool file.
+    const traced = await tracedUpload(t, { ASSAY_ASYNC_INLINE_BYTES: '0' }, 4096);
+    if (traced === null) return;
+    const { lines, id, dataDir } = traced;
     const spool = join(dataDir, 'spool');
     const renamed = find(lines, new RegExp(`rename\\("${spool}/${id}\\.part", "${spool}/${id}"`));
     assert.ok(renamed >= 0, 'the spool file is renamed into place');
@@ -120,18 +149,18 @@ describe('durability of the 202', () => {
     assert.ok(openDir > renamed, 'the spool directory is opened after the rename');
     const dirSynced = syncCompleted(lines, openDir, dirFd, 'fsync');
     assert.ok(dirSynced > openDir, 'and synced');
-    const answered = find(lines, /HTTP\/1\.1 202/);
-    if (onPostgres) {
-      // PostgreSQL makes a commit durable before it answers it (synchronous_commit is on).
-      const commit = find(lines, /write\(\d+, ".*commit/i, dirSynced);
-      assert.ok(commit > dirSynced, 'the job is committed after the spool is synced');
-      assert.ok(answered > commit, 'the 202 is written only after the commit');
-      return;
-    }
-    const { index: openWal, fd: walFd } = opened(lines, `${dataDir}/assay.db-wal`, dirSynced);
-    assert.ok(openWal > dirSynced, 'the WAL holding the job commit is opened after that');
-    const walSynced = syncCompleted(lines, openWal, walFd, 'fdatasync');
-    assert.ok(walSynced > openWal, 'and synced');
-    assert.ok(answered > walSynced, 'the 202 is written only after both syncs completed');
+    assertCommitSyncedBefore202(lines, dataDir, dirSynced);
+  });
+
+  test('content within ASSAY_ASYNC_INLINE_BYTES is committed with its job, synced before the 202, and no spool file is made', async (t) => {
+    const traced = await tracedUpload(t, {}, 4096);
+    if (traced === null) return;
+    const { lines, id, dataDir } = traced;
+    assert.equal(
+      find(lines, new RegExp(`${id}\\.part`)),
+      -1,
+      'no spool file is written for the item',
+    );
+    assertCommitSyncedBefore202(lines, dataDir, 0);
   });
 });
