@@ -42,6 +42,8 @@ test('a shared spool remounted read-only: the api answers 503, api and worker ar
     ASSAY_ENGINE_RETRY_MS: '200',
     // One attempt: an outage that used it would end the job as an error result.
     ASSAY_JOB_MAX_ATTEMPTS: '1',
+    // Small content would be kept in its job (ASSAY_ASYNC_INLINE_BYTES): through the spool here.
+    ASSAY_ASYNC_INLINE_BYTES: '0',
   };
   // The spool on a tmpfs in a mount namespace of its own, which the worker joins: both share it.
   const api = await startServe(t, { ...settings, ASSAY_ROLE: 'api' }, [

@@ -18,6 +18,8 @@ describe('spool backends', () => {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_SPOOL_URL: `s3://${s3.bucket}/assay/spool`,
       ASSAY_S3_ENDPOINT: s3.endpoint,
+      // Small content would be kept in its job (ASSAY_ASYNC_INLINE_BYTES): through the bucket here.
+      ASSAY_ASYNC_INLINE_BYTES: '0',
     });
     const content = randomContent(64 * 1024);
     const v2 = await fetch(`${svc.url}/v2.2/files/async`, {
@@ -49,7 +51,11 @@ describe('spool backends', () => {
   test('ASSAY_SPOOL_DIR: async content waits in the shared directory, not the data dir', async (t) => {
     const shared = tempDir('assay-shared-spool-');
     t.after(() => rmSync(shared, { recursive: true, force: true }));
-    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_SPOOL_DIR: shared });
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_SPOOL_DIR: shared,
+      ASSAY_ASYNC_INLINE_BYTES: '0',
+    });
     const response = await fetch(`${svc.url}/v2.2/files/async`, {
       method: 'POST',
       headers: { authorization: svc.auth },

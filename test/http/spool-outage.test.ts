@@ -79,6 +79,8 @@ async function serviceOn(t: TestContext, backend: Backend, env: Record<string, s
       ASSAY_ENGINE_RETRY_MS: '100',
       // One attempt: an outage that used it would end the job as an error result.
       ASSAY_JOB_MAX_ATTEMPTS: '1',
+      // Small content would be kept in its job (ASSAY_ASYNC_INLINE_BYTES): through the spool here.
+      ASSAY_ASYNC_INLINE_BYTES: '0',
       ...backend.env,
       ...env,
     },

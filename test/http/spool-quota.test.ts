@@ -13,7 +13,12 @@ const clamd = useSharedClamd();
 
 const KB = 1000;
 /** Quotas small enough to fill with a few uploads: 300 KB per account, 500 KB in all. */
-const QUOTAS = { ASSAY_ACCOUNT_SPOOL_MAX_BYTES: '300000', ASSAY_SPOOL_MAX_BYTES: '500000' };
+// Through spool files (small content would be kept in its job): the quota counts both alike.
+const QUOTAS = {
+  ASSAY_ACCOUNT_SPOOL_MAX_BYTES: '300000',
+  ASSAY_SPOOL_MAX_BYTES: '500000',
+  ASSAY_ASYNC_INLINE_BYTES: '0',
+};
 /** No engine answers: accepted jobs wait, and their bytes stay held. */
 const NO_ENGINE = { ASSAY_CLAMD: '/nonexistent/clamd.sock', ...QUOTAS };
 

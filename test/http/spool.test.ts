@@ -13,7 +13,8 @@ import { failWrites } from '../helpers/failing-writes.js';
 import { buildService, spoolOf, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
-const env = () => ({ ASSAY_CLAMD: clamd.socket });
+// Small content would be kept in its job (ASSAY_ASYNC_INLINE_BYTES): these tests are the spool's.
+const env = () => ({ ASSAY_CLAMD: clamd.socket, ASSAY_ASYNC_INLINE_BYTES: '0' });
 
 /**
  * Sends the head and the start of a multipart upload by hand, waits until the spool shows
