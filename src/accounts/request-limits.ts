@@ -13,7 +13,7 @@ export interface RequestLimits {
   /** Takes one request from the key's bucket. */
   takeKeyRequest(keyId: string, limit: KeyRateLimit): Promise<RateDecision>;
   /** Whether `client` may try to authenticate (its failures are under the limit); takes nothing. */
-  failuresAllowed(client: string): RateDecision;
+  failuresAllowed(client: string): Promise<RateDecision>;
   /** Counts one failed authentication of `client`. */
   recordFailure(client: string): Promise<void>;
   start(): Promise<void>;
@@ -31,7 +31,7 @@ export class LocalRequestLimits implements RequestLimits {
     return this.keys.take(keyId, limit);
   }
 
-  failuresAllowed(client: string): RateDecision {
+  async failuresAllowed(client: string): Promise<RateDecision> {
     return this.failures.peek(client, this.failureLimit);
   }
 
@@ -45,6 +45,12 @@ export class LocalRequestLimits implements RequestLimits {
 
 /** How often a process reads which addresses are over the failure limit in any process. */
 const BLOCKED_REFRESH_MS = 500;
+/**
+ * The addresses over the limit are read only while requests ask about them: a process that was
+ * asked nothing for this long (idle, or a worker) reads nothing, and its first request after the
+ * pause waits for a fresh read.
+ */
+const READ_WHILE_ASKED_MS = 10_000;
 /** Leased tokens not used within this are dropped (they were taken from the shared bucket). */
 const LEASE_MS = 1000;
 const KEY_PREFIX = 'key:';
@@ -72,6 +78,11 @@ export class SharedRequestLimits implements RequestLimits {
   /** Addresses over the failure limit, with when they may try again (ms since the epoch). */
   private blocked = new Map<string, number>();
   private readonly refresh: PeriodicTask;
+  /** When a request last asked whether its address may fail again (ms since the epoch). */
+  private askedAt = 0;
+  /** When `blocked` was last read from the store, and a read under way (shared). */
+  private readAt = 0;
+  private reading: Promise<void> | null = null;
 
   constructor(
     private readonly store: Store,
@@ -82,10 +93,8 @@ export class SharedRequestLimits implements RequestLimits {
     this.refresh = new PeriodicTask(
       async () => {
         const now = this.clock();
-        const empty = await store.rateBuckets.emptyUnder(FAILURE_PREFIX, now);
-        this.blocked = new Map(
-          empty.map(({ name, until }) => [name.slice(FAILURE_PREFIX.length), until]),
-        );
+        if (now - this.askedAt > READ_WHILE_ASKED_MS) return;
+        await this.readBlocked();
         // Leases past their time are dead weight.
         for (const [name, lease] of this.leases) if (lease.until <= now) this.leases.delete(name);
         // About once a minute in one of the processes: full buckets are forgotten.
@@ -129,7 +138,13 @@ export class SharedRequestLimits implements RequestLimits {
     return allowed(limit, lease.left + lease.granted - 1);
   }
 
-  failuresAllowed(client: string): RateDecision {
+  async failuresAllowed(client: string): Promise<RateDecision> {
+    this.askedAt = this.clock();
+    // Not read for a while (the refresh skips its reads while nobody asks): read before answering.
+    // A store that does not answer leaves what was read last: the request goes on to its own checks.
+    if (this.askedAt - this.readAt > 2 * BLOCKED_REFRESH_MS) {
+      await this.readBlocked().catch(() => {});
+    }
     const until = this.blocked.get(client);
     const now = this.clock();
     if (until === undefined || until <= now)
@@ -140,6 +155,23 @@ export class SharedRequestLimits implements RequestLimits {
       remaining: 0,
       retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)),
     };
+  }
+
+  /** Reads which addresses are over the failure limit; callers arriving meanwhile share the read. */
+  private readBlocked(): Promise<void> {
+    this.reading ??= (async () => {
+      try {
+        const now = this.clock();
+        const empty = await this.store.rateBuckets.emptyUnder(FAILURE_PREFIX, now);
+        this.blocked = new Map(
+          empty.map(({ name, until }) => [name.slice(FAILURE_PREFIX.length), until]),
+        );
+        this.readAt = now;
+      } finally {
+        this.reading = null;
+      }
+    })();
+    return this.reading;
   }
 
   async recordFailure(client: string): Promise<void> {

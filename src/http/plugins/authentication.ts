@@ -40,7 +40,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
     'authenticate',
     async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const client = failureBucketOf(request.ip);
-      const failures = limits.failuresAllowed(client);
+      const failures = await limits.failuresAllowed(client);
       if (!failures.allowed) {
         metrics.requestRefused('authentication-failure-limit');
         throw tooManyRequests(failures, 'too many failed authentications from this address');
