@@ -6,8 +6,13 @@ import type { ClamdVersion } from '../engines/clamav/clamd-client.js';
 import { PeriodicTask } from '../periodic-task.js';
 import type { Store } from '../store/store.js';
 
-/** How often each process writes its heartbeat. */
-export const HEARTBEAT_INTERVAL_MS = 10_000;
+/**
+ * How often each process writes its heartbeat: a node is marked stale after four missed ones
+ * (NODE_STALE_MS), and an idle deployment's database is not kept busy (issue 28).
+ */
+export const HEARTBEAT_INTERVAL_MS = 15_000;
+/** Rows of stopped processes are looked for about this often, not at every heartbeat. */
+const SWEEP_EVERY_MS = 10 * 60_000;
 /** Rows of processes not seen for this long are deleted (by any process's heartbeat). */
 export const HEARTBEAT_KEEP_MS = 24 * 3_600_000;
 /** A slow clamd must not hold the heartbeat back: it is written without what did not answer. */
@@ -41,7 +46,7 @@ function within<T>(ms: number, work: Promise<T>): Promise<T> {
 /**
  * Writes this process's heartbeat to the store every HEARTBEAT_INTERVAL_MS (what it runs, its
  * clamd's and databases' versions), so the console's operations page shows every node from any
- * node; rows not seen for a day are removed on the way. A failed round is logged and the next
+ * node; rows not seen for a day are removed on the way, every ten minutes or so. A failed round is logged and the next
  * one tries again. Stopping removes the row: a node that left cleanly is not shown as stale.
  */
 export class NodeHeartbeat {
@@ -52,6 +57,8 @@ export class NodeHeartbeat {
   private readonly task: PeriodicTask;
   /** Ends a probe under way when the heartbeat stops. */
   private readonly stopping = new AbortController();
+  /** When this process last removed old rows (0: not yet; its first heartbeat does). */
+  private sweptAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -106,6 +113,9 @@ export class NodeHeartbeat {
       lastSeenAt: now,
     };
     await this.store.nodeHeartbeats.write(node);
-    await this.store.nodeHeartbeats.deleteSeenBefore(now - HEARTBEAT_KEEP_MS);
+    if (now - this.sweptAt >= SWEEP_EVERY_MS) {
+      await this.store.nodeHeartbeats.deleteSeenBefore(now - HEARTBEAT_KEEP_MS);
+      this.sweptAt = now;
+    }
   }
 }
