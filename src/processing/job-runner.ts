@@ -15,8 +15,8 @@ import { ScanJob } from './scan-job.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
-/** How often a delivering runner looks for jobs whose worker died (their lease ended). */
-const LEASE_SWEEP_MS = 1000;
+/** A delivering runner looks for jobs whose worker died at least this often after a look. */
+const LEASE_SWEEP_MIN_MS = 100;
 
 const STAGES = ['scan', 'download'] as const;
 
@@ -54,6 +54,8 @@ export class JobRunner implements JobQueue {
   private readonly work: Record<JobStage, JobWork>;
   private leaseTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** Looks for ended leases go on until stop. */
+  private sweeping = true;
   private readonly stopping = new AbortController();
 
   /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
@@ -103,8 +105,7 @@ export class JobRunner implements JobQueue {
       const { slots, perAccount } = this.options.stages[stage];
       await this.delivery.deliver(stage, { slots, perAccount }, (id) => this.delivered(stage, id));
     }
-    this.sweepTimer = setInterval(() => void this.sweepEndedLeases(), LEASE_SWEEP_MS);
-    this.sweepTimer.unref();
+    await this.sweepEndedLeases();
   }
 
   /**
@@ -142,14 +143,33 @@ export class JobRunner implements JobQueue {
     await this.active.get(job.id);
   }
 
-  /** Jobs whose worker died (their lease ended unrenewed) are announced again. */
+  /**
+   * Jobs whose worker died (their lease ended unrenewed) are announced again. The next look is when
+   * the earliest lease running now ends (at once if it ended), or one lease from now when none
+   * runs (a job claimed later ends no sooner), so an idle deployment's database is left alone; a
+   * failed look is tried again in a second.
+   */
   private async sweepEndedLeases(): Promise<void> {
+    if (!this.sweeping || this.delivery === undefined) return;
+    let waitMs = 1000;
     try {
-      const count = await this.store.jobs.redispatch({ leaseEndedBy: new Date().toISOString() });
-      if (count > 0) this.logger.warn({ jobs: count }, 'jobs whose lease ended were dispatched');
+      const now = Date.now();
+      const { announced, nextEnd } = await this.store.jobs.announceEndedLeases(
+        new Date(now).toISOString(),
+      );
+      if (announced > 0)
+        this.logger.warn({ jobs: announced }, 'jobs whose lease ended were dispatched');
+      const next = nextEnd === null ? now + this.options.leaseMs : Date.parse(nextEnd);
+      waitMs = Math.min(next, now + this.options.leaseMs) - Date.now();
     } catch (error) {
       this.logger.error({ err: error }, 'could not look for jobs whose lease ended');
     }
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = setTimeout(
+      () => void this.sweepEndedLeases(),
+      Math.max(LEASE_SWEEP_MIN_MS, waitMs),
+    );
+    this.sweepTimer.unref();
   }
 
   /**
@@ -191,7 +211,8 @@ export class JobRunner implements JobQueue {
 
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
-    clearInterval(this.sweepTimer);
+    this.sweeping = false;
+    clearTimeout(this.sweepTimer);
     await this.loop.stop();
     if (this.delivery !== undefined) {
       await Promise.all(

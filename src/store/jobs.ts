@@ -28,6 +28,9 @@ function toJob(row: Selectable<JobsTable>): Job {
   };
 }
 
+/** Leases read per look for ended ones (JobRepository.announceEndedLeases). */
+const LEASE_SWEEP_ROWS = 100;
+
 /** A job's rank counts its account's other jobs up to this many: the count stays cheap. */
 const RANK_LIMIT = 1000;
 
@@ -419,20 +422,16 @@ export class JobRepository {
   }
 
   /**
-   * Announces jobs again (through the dispatch), each due at its `run_after`: one (`id`), those
-   * whose lease ended by `leaseEndedBy` (their worker died), or at start every job no live worker
-   * holds (`unheldAt`: rows written without a dispatch, say by `migrate-store`). A job already
+   * Announces jobs again (through the dispatch), each due at its `run_after`: one (`id`), or at
+   * start every job no live worker holds (`unheldAt`: rows written without a dispatch, say by
+   * `migrate-store`). A job already
    * announced and waiting is not announced twice.
    */
-  async redispatch(
-    which: { unheldAt: string } | { leaseEndedBy: string } | { id: string },
-  ): Promise<number> {
+  async redispatch(which: { unheldAt: string } | { id: string }): Promise<number> {
     const dispatch = this.dispatch;
     if (dispatch === undefined) return 0;
     let query = this.db.selectFrom('jobs').select(['id', 'account_id', 'stage', 'run_after']);
-    if ('leaseEndedBy' in which) {
-      query = query.where('state', '=', 'processing').where('run_after', '<=', which.leaseEndedBy);
-    } else if ('unheldAt' in which) {
+    if ('unheldAt' in which) {
       const now = which.unheldAt;
       query = query.where((eb) => eb.or([eb('state', '=', 'pending'), eb('run_after', '<=', now)]));
     } else {
@@ -446,6 +445,32 @@ export class JobRepository {
       );
     }
     return rows.length;
+  }
+
+  /**
+   * Announces the jobs whose lease ended by `now` (their worker died), and says when the earliest
+   * lease still running ends: when to look again. One read of the leases in order of their end.
+   */
+  async announceEndedLeases(now: string): Promise<{ announced: number; nextEnd: string | null }> {
+    const dispatch = this.dispatch;
+    if (dispatch === undefined) return { announced: 0, nextEnd: null };
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['id', 'account_id', 'stage', 'run_after'])
+      .where('state', '=', 'processing')
+      .orderBy('run_after')
+      .limit(LEASE_SWEEP_ROWS)
+      .execute();
+    const ended = rows.filter((row) => row.run_after <= now);
+    for (const row of ended) {
+      const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
+      await withDispatch(this.db, dispatch, (db) =>
+        announce(db, dispatch, { ...work, at: row.run_after }),
+      );
+    }
+    // All of them ended: there may be more; look again at once.
+    const next = rows.length === ended.length && rows.length === LEASE_SWEEP_ROWS ? now : null;
+    return { announced: ended.length, nextEnd: next ?? rows[ended.length]?.run_after ?? null };
   }
 
   /** The job's row as it is now (null once it is finished). */
