@@ -8,7 +8,9 @@
  * ready to the last result (a few items may finish while a second worker starts), the CPU per
  * item of the workers and of PostgreSQL's backends (all
  * processes of the machine's `postgres` user), and the database's transactions per item
- * (pg_stat_database), pg-boss's polls and maintenance included.
+ * (pg_stat_database), pg-boss's polls and maintenance included. First, the transactions per
+ * second of the same deployment idle (BENCH_IDLE_SECONDS, 30), before the burst: after it,
+ * autovacuum's passes over the tables would count as transactions too.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -104,6 +106,31 @@ export async function benchWorkers(socket: string, work: string, items: number):
     });
     const started: Array<Awaited<ReturnType<typeof startAssay>>> = [];
     try {
+      // Idle first, the deployment as it will drain (the api and the workers) with nothing to do:
+      // what it costs the database. (After the burst, autovacuum's passes would count too.)
+      const idle = [];
+      for (let i = 0; i < workers; i++) {
+        idle.push(
+          await startAssay(socket, join(work, `workers-${workers}-idle-${i}`), {
+            ...shared,
+            ASSAY_ROLE: 'worker',
+          }),
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
+      const idleBefore = await transactions(name);
+      await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+      const idleRate = ((await transactions(name)) - idleBefore) / idleSeconds;
+      for (const p of idle) {
+        p.child.kill('SIGTERM');
+        await new Promise((resolve) => p.child.once('exit', resolve));
+      }
+      lines.push(
+        `idle, 1 api + ${workers} worker process${workers > 1 ? 'es' : ''} on PostgreSQL: ` +
+          `${idleRate.toFixed(2)} database transactions per second (over ${idleSeconds} s)`,
+      );
+      console.log(`  ${lines.at(-1)}`);
       // Accepting first, with no worker: the api's own rate and cost.
       const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
       const acceptBegin = performance.now();
