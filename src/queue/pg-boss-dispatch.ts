@@ -177,6 +177,8 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       supervise: options.supervise ?? true,
       // The LISTEN connection's own check that it still listens: a query a minute, not every 10 s.
       notifyHeartbeatIntervalMs: 60_000,
+      // No flows (jobs that wait for others) here: their pass every 5 s only cost the database.
+      flowIntervalSeconds: 3600,
       schedule: false,
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
