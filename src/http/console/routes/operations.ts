@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { CallbackFailure, ResultError } from '../../../domain/operations.js';
-import type { NodeStatus, OperationsSnapshot } from '../../../processing/operations-report.js';
+import { HEARTBEAT_INTERVAL_MS } from '../../../processing/node-heartbeat.js';
+import {
+  NODE_STALE_MS,
+  type NodeStatus,
+  type OperationsSnapshot,
+} from '../../../processing/operations-report.js';
 import { duration, shortened, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
@@ -92,7 +97,7 @@ ${
         { rowClass: (index) => (report.nodes[index]?.stale ? 'stale' : '') },
       )
 }
-<p class="muted">Each process writes a heartbeat every 10 s; one not seen for a minute is stale (stopped without saying so, or cut off from the database).</p>
+<p class="muted">Each process writes a heartbeat every ${HEARTBEAT_INTERVAL_MS / 1000} s; one not seen for ${NODE_STALE_MS / 1000} s is stale (stopped without saying so, or cut off from the database).</p>
 <h2>Recent result errors</h2>
 ${
   report.resultErrors.length === 0
