@@ -8,6 +8,7 @@ import {
   type Token,
 } from '../../../domain/records.js';
 import { HttpError } from '../../http-error.js';
+import { utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, notice, page, scrollingTable } from '../layout.js';
 import { checkedForm, sessionOf } from '../session.js';
@@ -65,7 +66,7 @@ function keyRow(key: ApiKey, session: ConsoleSession): SafeHtml {
 <td>${key.detectionCategories.join(', ')}</td>
 <td>${key.tags.join(', ')}</td>
 <td>${limit}</td>
-<td>${key.lastSeenDate ?? 'never'}</td>
+<td>${key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate)}</td>
 <td><form method="post" action="/console/keys/${key.id}/${key.active ? 'disable' : 'enable'}" class="inline">${csrfField(session)}<button type="submit" class="${key.active ? 'danger' : 'secondary'}" aria-label="${key.active ? 'Disable' : 'Enable'} key ${key.id}">${key.active ? 'Disable' : 'Enable'}</button></form></td>
 </tr>`;
 }
@@ -157,7 +158,7 @@ export default async function keys(app: FastifyInstance) {
     const session = sessionOf(request);
     const key = await accounts.keyOf(session.user.accountId, request.params.id);
     if (key === null) throw new HttpError(404, 'This account has no such key.');
-    const body = html`<dl><dt>Key</dt><dd class="mono">${key.id}</dd><dt>State</dt><dd>${key.active ? 'active' : 'disabled'}</dd><dt>Created</dt><dd>${key.creationDate}</dd><dt>Last used</dt><dd>${key.lastSeenDate ?? 'never'}</dd></dl>
+    const body = html`<dl><dt>Key</dt><dd class="mono">${key.id}</dd><dt>State</dt><dd>${key.active ? 'active' : 'disabled'}</dd><dt>Created</dt><dd>${utc(key.creationDate)}</dd><dt>Last used</dt><dd>${key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate)}</dd></dl>
 <h2>Change it</h2>
 <form method="post" action="/console/keys/${key.id}/update">${csrfField(session)}
 ${categoryChoices(key.detectionCategories, 'edit')}
