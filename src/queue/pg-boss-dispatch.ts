@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Db, fromKysely, PgBoss } from 'pg-boss';
 import { fetchNextJob, notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
@@ -31,12 +31,14 @@ export interface PgBossDispatchOptions {
   expireInSeconds?: number;
   /**
    * How often some instance looks for stale heartbeats and expired jobs (one instance per pass,
-   * claimed in the database). Default 30.
+   * claimed in the database). Default 10: the messages of a process that died count in their
+   * account's group until then.
    */
   monitorSeconds?: number;
   /**
    * How often an idle queue is fetched from anyway, besides LISTEN/NOTIFY wake-ups and this
-   * process's own deferred messages. Default 30.
+   * process's own deferred messages (retries sent by another process, and messages a dead
+   * process held, are found so). Default 2.
    */
   pollSeconds?: number;
   /** Whether this instance runs pg-boss's monitor and maintenance (a worker's). Default true. */
@@ -151,7 +153,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     this.queues = options.queues ?? ASSAY_QUEUES;
     this.heartbeatSeconds = options.heartbeatSeconds ?? 30;
     this.expireInSeconds = options.expireInSeconds ?? 900;
-    this.pollSeconds = options.pollSeconds ?? 30;
+    this.pollSeconds = options.pollSeconds ?? 2;
     this.schema = options.schema ?? 'pgboss';
     this.logger = options.logger;
     if (!/^[a-z_][a-z0-9_]*$/.test(this.schema)) {
@@ -161,7 +163,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     if (this.expireInSeconds <= this.heartbeatSeconds) {
       throw new Error('expireInSeconds must be above heartbeatSeconds');
     }
-    const monitorSeconds = options.monitorSeconds ?? 30;
+    const monitorSeconds = options.monitorSeconds ?? 10;
     this.boss = new PgBoss({
       connectionString: options.connectionString,
       schema: this.schema,
@@ -336,6 +338,27 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     // A deferred message sends no NOTIFY: this process's workers are woken when it falls due
     // (others find it at their next poll). A wake-up before the commit finds nothing; harmless.
     if (deferred) this.wakeAt(queue, at);
+  }
+
+  /**
+   * WorkDispatch: the active messages a dead worker held for these rows are deleted, so their
+   * account's group does not count them until the monitor finds their heartbeat stale (up to
+   * heartbeatSeconds + 2 x monitorSeconds); the rows are announced again with the same commit.
+   */
+  async dropHeld(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const queue = queueOf(kind);
+    const { rows } = await sql<{ id: string }>`
+      SELECT id FROM ${sql.table(`${this.schema}.job`)}
+      WHERE name = ${queue} AND state = 'active' AND singleton_key = ANY(${ids}::text[])`.execute(
+      db,
+    );
+    if (rows.length === 0) return;
+    await this.boss.deleteJob(
+      queue,
+      rows.map((row) => row.id),
+      { db: fromKysely(db) },
+    );
   }
 
   /** WorkDelivery: runs `handler` for each row of `kind` delivered. */

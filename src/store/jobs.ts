@@ -464,9 +464,10 @@ export class JobRepository {
     const ended = rows.filter((row) => row.run_after <= now);
     for (const row of ended) {
       const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
-      await withDispatch(this.db, dispatch, (db) =>
-        announce(db, dispatch, { ...work, at: row.run_after }),
-      );
+      await withDispatch(this.db, dispatch, async (db) => {
+        await dispatch.dropHeld?.(db, work.kind, [work.id]);
+        await announce(db, dispatch, { ...work, at: row.run_after });
+      });
     }
     // All of them ended: there may be more; look again at once.
     const next = rows.length === ended.length && rows.length === LEASE_SWEEP_ROWS ? now : null;

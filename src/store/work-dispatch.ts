@@ -30,6 +30,12 @@ export interface DueWork {
  */
 export interface WorkDispatch {
   send(db: Kysely<Database>, work: DueWork): Promise<void>;
+  /**
+   * Drops what a worker whose lease on these rows ended (it died) still holds of their
+   * announcements, in `db`'s transaction: on pg-boss, its active messages, which would count in
+   * their account's group until pg-boss finds their heartbeat stale.
+   */
+  dropHeld?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void>;
 }
 
 /**
