@@ -9,49 +9,11 @@
  * of the bench's own loads the service it measures.
  */
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { AUTH, agent, uploadToAssay } from './clients.js';
+import { uploadToAssay } from './clients.js';
 import { cpuSeconds } from './service-process.js';
 import { median, runConcurrently } from './stats.js';
-
-const BOUNDARY = 'assay-bench-async-e2e';
-
-/** One async upload of `content` without a callback; resolves with the 202's id. */
-function submitAsync(url: string, content: Buffer): Promise<void> {
-  const head = Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n` +
-      'Content-Type: application/octet-stream\r\n\r\n',
-  );
-  const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/v2.2/files/async`, {
-      method: 'POST',
-      agent,
-      headers: {
-        authorization: AUTH,
-        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
-        'content-length': head.length + content.length + tail.length,
-      },
-    });
-    req.on('response', (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        if (response.statusCode !== 202) {
-          reject(
-            new Error(`async upload answered ${response.statusCode}: ${Buffer.concat(chunks)}`),
-          );
-        } else resolve();
-      });
-    });
-    req.on('error', reject);
-    req.write(head);
-    req.write(content);
-    req.end(tail);
-  });
-}
 
 export async function benchAsyncEndToEnd(options: {
   url: string;
@@ -86,7 +48,9 @@ export async function benchAsyncEndToEnd(options: {
         const cpuBefore = cpuSeconds(pid);
         const started = performance.now();
         await runConcurrently(count, concurrency, (i) =>
-          path === 'sync' ? uploadToAssay(url, fresh(i)) : submitAsync(url, fresh(i)),
+          path === 'sync'
+            ? uploadToAssay(url, fresh(i))
+            : uploadToAssay(url, fresh(i), { path: '/v2.2/files/async', status: 202 }),
         );
         const acceptedSeconds = (performance.now() - started) / 1000;
         const deadline = performance.now() + 120_000;

@@ -6,23 +6,29 @@ const MB = 1024 * 1024;
 const BOUNDARY = 'assay-bench-boundary';
 export const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
 
-/** Kept-alive connections to Assay, shared by the bench's clients. */
-export const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
 /** Closes the kept-alive connections to Assay, so the bench can exit. */
 export function closeClients(): void {
   agent.destroy();
 }
 
-/** One multipart upload of `content`; resolves when the 201 has been read. */
-export function uploadToAssay(url: string, content: Buffer): Promise<void> {
+/**
+ * One multipart upload of `content` to `path` (the sync route by default); resolves when the
+ * expected answer (201, or 202 for an async upload) has been read.
+ */
+export function uploadToAssay(
+  url: string,
+  content: Buffer,
+  { path = '/v2.2/files', status = 201 }: { path?: string; status?: number } = {},
+): Promise<void> {
   const head = Buffer.from(
     `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n` +
       'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v2.2/files`, {
+    const req = request(`${url}${path}`, {
       method: 'POST',
       agent,
       headers: {
@@ -35,7 +41,7 @@ export function uploadToAssay(url: string, content: Buffer): Promise<void> {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {
-        if (response.statusCode !== 201) {
+        if (response.statusCode !== status) {
           reject(new Error(`assay answered ${response.statusCode}: ${Buffer.concat(chunks)}`));
         } else resolve();
       });
