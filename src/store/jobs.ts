@@ -1,6 +1,14 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
-import { QueryTemplate } from './query-template.js';
+import {
+  claimUnchanged,
+  downloadedPerAccount,
+  dueOfAccount,
+  earliestRunAfter,
+  inFlightPerAccount,
+  jobById,
+  nextDueAfterAccount,
+} from './job-statements.js';
 import type { Database, JobsTable } from './schema.js';
 import { type DueWork, type WorkDispatch, withDispatch } from './work-dispatch.js';
 
@@ -59,69 +67,6 @@ async function announce(
     .executeTakeFirst();
   await dispatch.send(db, { ...work, rank: Number(row?.count ?? 0) });
 }
-
-// The due list's statements, run on every claim round: built once (QueryTemplate).
-const jobById = new QueryTemplate(1, (db, id: string) =>
-  db.selectFrom('jobs').selectAll().where('id', '=', id),
-);
-const claimUnchanged = new QueryTemplate(
-  5,
-  (db, attempts: number, leaseUntil: string, id: string, was: number, runAfter: string) =>
-    db
-      .updateTable('jobs')
-      .set({ state: 'processing', attempts, run_after: leaseUntil, last_error: null })
-      .where('id', '=', id)
-      .where('attempts', '=', was)
-      .where('run_after', '=', runAfter),
-);
-const dueOfAccount = new QueryTemplate(
-  4,
-  (db, stage: string, accountId: string, now: string, limit: number) =>
-    db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('stage', '=', stage)
-      .where('account_id', '=', accountId)
-      .where('run_after', '<=', now)
-      .orderBy('run_after')
-      .limit(limit),
-);
-const nextDueAfterAccount = new QueryTemplate(
-  3,
-  (db, stage: string, afterAccount: string, now: string) =>
-    db
-      .selectFrom('jobs')
-      .select(['id', 'account_id'])
-      .where('stage', '=', stage)
-      .where('account_id', '>', afterAccount)
-      .where('run_after', '<=', now)
-      .orderBy('account_id')
-      .orderBy('run_after')
-      .limit(1),
-);
-const inFlightPerAccount = new QueryTemplate(2, (db, now: string, stage: string) =>
-  db
-    .selectFrom('jobs')
-    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
-    .where('state', '=', 'processing')
-    .where('run_after', '>', now)
-    .where('stage', '=', stage)
-    .groupBy('account_id'),
-);
-const downloadedPerAccount = new QueryTemplate(0, (db) =>
-  db
-    .selectFrom('jobs')
-    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
-    .where('stage', '=', 'scan')
-    .where('kind', '=', 'fetch')
-    .groupBy('account_id'),
-);
-const earliestRunAfter = new QueryTemplate(1, (db, stage: string) =>
-  db
-    .selectFrom('jobs')
-    .select((eb) => eb.fn.min('run_after').as('next'))
-    .where('stage', '=', stage),
-);
 
 export class JobRepository {
   /** `dispatch`: told of every job that becomes due, in the same transaction (PostgreSQL). */
@@ -438,13 +383,26 @@ export class JobRepository {
       query = query.where('id', '=', which.id);
     }
     const rows = await query.orderBy('run_after').execute();
+    await this.announceRows(dispatch, rows, { dropHeld: false });
+    return rows.length;
+  }
+
+  /**
+   * Announces each row again, due at its `run_after`, each in a transaction of its own;
+   * `dropHeld`: first dropping what a dead worker still holds of its announcement.
+   */
+  private async announceRows(
+    dispatch: WorkDispatch,
+    rows: Array<{ id: string; account_id: string; stage: string; run_after: string }>,
+    { dropHeld }: { dropHeld: boolean },
+  ): Promise<void> {
     for (const row of rows) {
       const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
-      await withDispatch(this.db, dispatch, (db) =>
-        announce(db, dispatch, { ...work, at: row.run_after }),
-      );
+      await withDispatch(this.db, dispatch, async (db) => {
+        if (dropHeld) await dispatch.dropHeld?.(db, work.kind, [work.id]);
+        await announce(db, dispatch, { ...work, at: row.run_after });
+      });
     }
-    return rows.length;
   }
 
   /**
@@ -462,13 +420,7 @@ export class JobRepository {
       .limit(LEASE_SWEEP_ROWS)
       .execute();
     const ended = rows.filter((row) => row.run_after <= now);
-    for (const row of ended) {
-      const work = { kind: row.stage as JobStage, id: row.id, accountId: row.account_id };
-      await withDispatch(this.db, dispatch, async (db) => {
-        await dispatch.dropHeld?.(db, work.kind, [work.id]);
-        await announce(db, dispatch, { ...work, at: row.run_after });
-      });
-    }
+    await this.announceRows(dispatch, ended, { dropHeld: true });
     // All of them ended: there may be more; look again at once.
     const next = rows.length === ended.length && rows.length === LEASE_SWEEP_ROWS ? now : null;
     return { announced: ended.length, nextEnd: next ?? rows[ended.length]?.run_after ?? null };

@@ -1,0 +1,64 @@
+import { QueryTemplate } from './query-template.js';
+
+// The due list's statements, run on every claim round: built once (QueryTemplate).
+export const jobById = new QueryTemplate(1, (db, id: string) =>
+  db.selectFrom('jobs').selectAll().where('id', '=', id),
+);
+export const claimUnchanged = new QueryTemplate(
+  5,
+  (db, attempts: number, leaseUntil: string, id: string, was: number, runAfter: string) =>
+    db
+      .updateTable('jobs')
+      .set({ state: 'processing', attempts, run_after: leaseUntil, last_error: null })
+      .where('id', '=', id)
+      .where('attempts', '=', was)
+      .where('run_after', '=', runAfter),
+);
+export const dueOfAccount = new QueryTemplate(
+  4,
+  (db, stage: string, accountId: string, now: string, limit: number) =>
+    db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('stage', '=', stage)
+      .where('account_id', '=', accountId)
+      .where('run_after', '<=', now)
+      .orderBy('run_after')
+      .limit(limit),
+);
+export const nextDueAfterAccount = new QueryTemplate(
+  3,
+  (db, stage: string, afterAccount: string, now: string) =>
+    db
+      .selectFrom('jobs')
+      .select(['id', 'account_id'])
+      .where('stage', '=', stage)
+      .where('account_id', '>', afterAccount)
+      .where('run_after', '<=', now)
+      .orderBy('account_id')
+      .orderBy('run_after')
+      .limit(1),
+);
+export const inFlightPerAccount = new QueryTemplate(2, (db, now: string, stage: string) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+    .where('state', '=', 'processing')
+    .where('run_after', '>', now)
+    .where('stage', '=', stage)
+    .groupBy('account_id'),
+);
+export const downloadedPerAccount = new QueryTemplate(0, (db) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
+    .where('stage', '=', 'scan')
+    .where('kind', '=', 'fetch')
+    .groupBy('account_id'),
+);
+export const earliestRunAfter = new QueryTemplate(1, (db, stage: string) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.min('run_after').as('next'))
+    .where('stage', '=', stage),
+);
