@@ -164,6 +164,7 @@ export class JobRunner implements JobQueue {
     } catch (error) {
       this.logger.error({ err: error }, 'could not look for jobs whose lease ended');
     }
+    if (!this.sweeping) return; // stopped during the look
     clearTimeout(this.sweepTimer);
     this.sweepTimer = setTimeout(
       () => void this.sweepEndedLeases(),
