@@ -18,7 +18,7 @@ nav ul { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; mar
 nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
 nav .sign-out { margin-left: auto; display: flex; gap: .5rem; align-items: center; color: var(--muted); }
 main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
-h1 { font-size: 1.6rem; margin: .5rem 0 1rem; }
+h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .table { overflow-x: auto; border: 1px solid var(--line); border-radius: 4px; margin: .5rem 0 1rem; }
 table { border-collapse: collapse; width: 100%; font-size: .95rem; }
