@@ -100,13 +100,22 @@ describe('signatures, live', () => {
     await flaggedSoon(svc, () => carrying(yaraMarker), 'content.malicious.yara.assayliverule');
     await flaggedSoon(svc, () => carrying(ndbMarker), 'content.malicious.assay.test.live');
     assert.equal(svc.service.managedClamd?.pid, clamdPid, 'the same clamd: no restart');
+    // clamd scans with a set as it activates it; Assay records the set a moment later (until then
+    // readiness and traces say it loads), and a second change may have been loaded after the first.
+    let after: string | null = null;
+    await waitUntil(
+      'readiness shows the new set',
+      async () => {
+        after = await databasesVersion(svc);
+        return after !== null && after !== before;
+      },
+      30_000,
+    );
+    assert.match(after ?? '', /^sha256:[0-9a-f]{16}$/);
 
     // The verdict given before the change is not reused for the same content.
     const again = await scan(svc, early);
     assert.deepEqual(again.findings, ['content.malicious.yara.assayliverule']);
-    const after = await databasesVersion(svc);
-    assert.match(after ?? '', /^sha256:[0-9a-f]{16}$/);
-    assert.notEqual(after, before, 'readiness shows the new set');
     const trace = await traceMessages(svc.url, svc.auth, again.id);
     assert.ok(
       trace.some(

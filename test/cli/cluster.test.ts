@@ -157,12 +157,14 @@ describe(`serve --processes 2 (${TEST_STORE})`, () => {
     );
     const servedBefore = serve.records.length;
     assert.deepEqual(await scanMany(), new Set(['content.malicious.assay.test.cluster']));
-    const served = new Set(
-      serve.records
-        .slice(servedBefore)
-        .filter((r) => r.msg === 'request completed')
-        .map((r) => r.pid),
-    );
-    assert.equal(served.size, 2, 'both processes scanned with the new set');
+    // A process logs a request after answering it: its line may come a moment after the answer.
+    const served = () =>
+      new Set(
+        serve.records
+          .slice(servedBefore)
+          .filter((r) => r.msg === 'request completed')
+          .map((r) => r.pid),
+      );
+    await waitUntil('both processes scanned with the new set', () => served().size === 2, 5_000);
   });
 });

@@ -74,13 +74,20 @@ describe('a job the engine fails on', () => {
     const pending = await fetch(`${svc.url}/v2.2/files/${id}`, {
       headers: { authorization: svc.auth },
     });
-    assert.equal(pending.status, 404, 'still waiting for the engine');
-    await pending.arrayBuffer();
+    const body = await pending.text();
     trace = await traceOf(svc.url, svc.auth, id);
+    assert.equal(
+      pending.status,
+      404,
+      `still waiting for the engine: ${body}; ${trace.join(' | ')}`,
+    );
     // One line for the wait, not one per retry.
     assert.equal(trace.filter((m) => /; waiting: /.test(m)).length, 1, trace.join('\n'));
     await managed.start();
-    const result = await pollResult(svc.url, svc.auth, id);
+    const result = await pollResult(svc.url, svc.auth, id).catch(async (error: unknown) => {
+      const after = await traceOf(svc.url, svc.auth, id);
+      throw new Error(`${String(error)}; its trace: ${after.join(' | ')}`);
+    });
     assert.equal(result.checksum, sha1(content));
     assert.deepEqual(result.findings, []);
   });
