@@ -21,7 +21,7 @@ import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { AccountActivity } from './processing/account-activity.js';
 import { CallbackBrowser } from './processing/callback-browser.js';
-import { CallbackDispatcher } from './processing/callback-dispatcher.js';
+import { CALLBACK_LEASE_MS, CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { FileBrowser } from './processing/file-browser.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
@@ -33,6 +33,7 @@ import { Readiness } from './processing/readiness.js';
 import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ContentScanner } from './processing/scan-content.js';
+import { SharedDestinationGate } from './processing/shared-destination-gate.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
@@ -214,10 +215,11 @@ export async function startService(
   );
   // Other processes may share the store (PostgreSQL, or --processes): their limits must be the
   // same buckets.
+  const sharedByProcesses = config.databaseUrl !== '' || config.processes > 1;
   const requestLimits = createRequestLimits(
     store,
     config.authFailureLimit,
-    config.databaseUrl !== '' || config.processes > 1,
+    sharedByProcesses,
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
@@ -327,6 +329,18 @@ export async function startService(
         retryBaseMs: config.callbackRetryBaseMs,
         maxAgeMs: config.callbackMaxAgeMs,
         events: metrics,
+        // Other processes may deliver from the store too: the callback caps are the store's.
+        destinations: sharedByProcesses
+          ? new SharedDestinationGate(
+              store,
+              {
+                concurrency: config.callbackDestinationConcurrency,
+                accountConcurrency: config.accountCallbackConcurrency,
+                retryBaseMs: config.callbackRetryBaseMs,
+              },
+              CALLBACK_LEASE_MS,
+            )
+          : undefined,
       },
       logger.child({ component: 'callbacks' }),
       dispatch ?? undefined,

@@ -13,7 +13,7 @@ export const FAILURES_TO_OPEN_CIRCUIT = 5;
 /** Longest wait of an open circuit (and of one delivery's retry). */
 export const MAX_RETRY_DELAY_MS = 60 * 60 * 1000;
 /** A destination's failure history is forgotten after this long without a delivery to it. */
-const FORGET_AFTER_MS = MAX_RETRY_DELAY_MS;
+export const FORGET_AFTER_MS = MAX_RETRY_DELAY_MS;
 
 /** `scheme://host:port` of a URL, the port always written out; '' for an unparsable URL. */
 export function destinationOf(url: string): string {
@@ -62,16 +62,16 @@ export interface Busy {
 }
 
 /**
- * The per-account and per-lane state the dispatcher consults. Kept in the process today (so the
- * limits are per process); the methods are asynchronous so that a shared store can hold it when
- * several processes deliver (issue 11).
+ * The per-account and per-lane state the dispatcher consults: held in the process when one
+ * process delivers (InProcessDestinationGate), in the store when several may
+ * (SharedDestinationGate), so the limits hold for the whole deployment.
  */
 export interface DestinationGate {
   busy(now: number): Promise<Busy>;
-  /** Asks to start a delivery in `lane`; on `go` it counts as in flight. */
-  admit(lane: Lane, now: number): Promise<Admission>;
+  /** Asks to start delivery `id` in `lane`; on `go` it counts as in flight until `finish`. */
+  admit(lane: Lane, id: string, now: number): Promise<Admission>;
   /** Ends an admitted delivery; says whether the lane's circuit is open, and whether it just opened. */
-  finish(lane: Lane, outcome: AttemptOutcome, now: number): Promise<Circuit>;
+  finish(lane: Lane, id: string, outcome: AttemptOutcome, now: number): Promise<Circuit>;
 }
 
 /** A lane's key in maps and sets. */
@@ -86,15 +86,47 @@ export interface Circuit {
   opened: boolean;
 }
 
-interface DestinationState {
-  lane: Lane;
-  inFlight: number;
+/** A lane's circuit: failed attempts in a row, times it opened in a row, open until (ms). */
+export interface CircuitState {
   /** Failed attempts in a row; a delivery resets it. */
   failures: number;
   /** Times the circuit opened in a row; more than 0 until a delivery closes it. */
   opens: number;
   /** While in the future, nothing is sent; once past (with `opens` > 0), one probe at a time. */
   openUntil: number;
+}
+
+/** A lane's circuit after an attempt that ended with `outcome` (both gates' rule). */
+export function circuitAfter(
+  state: CircuitState,
+  outcome: AttemptOutcome,
+  now: number,
+  retryBaseMs: number,
+  random: () => number,
+): CircuitState & { opened: boolean } {
+  if (outcome === 'delivered') return { failures: 0, opens: 0, openUntil: 0, opened: false };
+  if (outcome === 'neutral') return { ...state, opened: false };
+  const failures = state.failures + 1;
+  const probeFailed = state.opens > 0 && state.openUntil <= now;
+  const tooMany = state.opens === 0 && failures >= FAILURES_TO_OPEN_CIRCUIT;
+  if (!probeFailed && !tooMany) return { ...state, failures, opened: false };
+  const opens = state.opens + 1;
+  return {
+    failures,
+    opens,
+    openUntil: now + retryDelayMs(opens, retryBaseMs, random),
+    opened: true,
+  };
+}
+
+/** An open circuit past its wait lets one probe through; a closed one, up to `limit`. */
+export function laneIsBusy(circuit: CircuitState, inFlight: number, limit: number): boolean {
+  return circuit.opens > 0 ? inFlight > 0 : inFlight >= limit;
+}
+
+interface DestinationState extends CircuitState {
+  lane: Lane;
+  inFlight: number;
   lastUsed: number;
 }
 
@@ -135,7 +167,7 @@ export class InProcessDestinationGate implements DestinationGate {
     return { accounts, lanes };
   }
 
-  async admit(lane: Lane, now: number): Promise<Admission> {
+  async admit(lane: Lane, _id: string, now: number): Promise<Admission> {
     const state = this.stateOf(lane, now);
     if (state.openUntil > now) return { kind: 'wait', until: state.openUntil };
     const account = this.accounts.get(lane.accountId) ?? 0;
@@ -146,7 +178,7 @@ export class InProcessDestinationGate implements DestinationGate {
     return { kind: 'go' };
   }
 
-  async finish(lane: Lane, outcome: AttemptOutcome, now: number): Promise<Circuit> {
+  async finish(lane: Lane, _id: string, outcome: AttemptOutcome, now: number): Promise<Circuit> {
     const key = laneKey(lane);
     const state = this.stateOf(lane, now);
     state.inFlight = Math.max(0, state.inFlight - 1);
@@ -154,31 +186,18 @@ export class InProcessDestinationGate implements DestinationGate {
     const account = (this.accounts.get(lane.accountId) ?? 0) - 1;
     if (account > 0) this.accounts.set(lane.accountId, account);
     else this.accounts.delete(lane.accountId);
-    if (outcome === 'delivered') {
-      state.failures = 0;
-      state.opens = 0;
-      state.openUntil = 0;
-    }
-    let opened = false;
-    if (outcome === 'failed') {
-      state.failures += 1;
-      const probeFailed = state.opens > 0 && state.openUntil <= now;
-      const tooMany = state.opens === 0 && state.failures >= FAILURES_TO_OPEN_CIRCUIT;
-      if (probeFailed || tooMany) {
-        state.opens += 1;
-        state.openUntil = now + retryDelayMs(state.opens, this.limits.retryBaseMs, this.random);
-        opened = true;
-      }
-    }
+    const next = circuitAfter(state, outcome, now, this.limits.retryBaseMs, this.random);
+    state.failures = next.failures;
+    state.opens = next.opens;
+    state.openUntil = next.openUntil;
     if (state.inFlight === 0 && state.failures === 0 && state.opens === 0) {
       this.states.delete(key);
     }
-    return { openUntil: state.openUntil > now ? state.openUntil : null, opened };
+    return { openUntil: state.openUntil > now ? state.openUntil : null, opened: next.opened };
   }
 
-  /** An open circuit past its wait lets one probe through; a closed one, up to the limit. */
   private isBusy(state: DestinationState): boolean {
-    return state.opens > 0 ? state.inFlight > 0 : state.inFlight >= this.limits.concurrency;
+    return laneIsBusy(state, state.inFlight, this.limits.concurrency);
   }
 
   private stateOf(lane: Lane, now: number): DestinationState {

@@ -47,14 +47,14 @@ export interface CallbackDispatcherOptions {
   retryBaseMs: number;
   /** How long a delivery is tried before it is given up. */
   maxAgeMs: number;
-  /** Per-destination limits and circuits; by default held in this process. */
+  /** Per-account and per-destination limits and circuits; by default held in this process. */
   destinations?: DestinationGate;
   /** Told of each attempt's outcome and of deliveries given up (the metrics). */
   events?: ProcessingEvents;
 }
 
 /** A claimed delivery is due again after this long if its process dies mid-attempt. */
-const LEASE_MS = 2 * 60 * 1000;
+export const CALLBACK_LEASE_MS = 2 * 60 * 1000;
 /** Longest sleep of the loop: a submission or a finished attempt wakes it sooner. */
 const IDLE_MS = 1000;
 /** A delivered callback whose lane is full here is delivered again after this long. */
@@ -153,7 +153,7 @@ export class CallbackDispatcher {
       for (const delivery of due) {
         const lane = laneOf(delivery);
         if (free <= 0 || this.inFlight.has(delivery.id) || heldBack.has(laneKey(lane))) continue;
-        const admission = await this.destinations.admit(lane, now);
+        const admission = await this.destinations.admit(lane, delivery.id, now);
         if (admission.kind === 'busy') continue;
         if (admission.kind === 'wait') {
           await this.holdBack(lane, admission.until, now);
@@ -188,7 +188,7 @@ export class CallbackDispatcher {
       return;
     }
     const lane = laneOf(delivery);
-    const admission = await this.destinations.admit(lane, now);
+    const admission = await this.destinations.admit(lane, id, now);
     if (admission.kind === 'busy') {
       const at = new Date(now + LANE_BUSY_RETRY_MS).toISOString();
       await this.store.callbacks.redispatch({ id, at });
@@ -207,10 +207,10 @@ export class CallbackDispatcher {
   private async claim(delivery: CallbackDelivery, now: number): Promise<boolean> {
     let claimed = false;
     try {
-      const leaseUntil = new Date(now + LEASE_MS).toISOString();
+      const leaseUntil = new Date(now + CALLBACK_LEASE_MS).toISOString();
       claimed = await this.store.callbacks.claim(delivery, leaseUntil);
     } finally {
-      if (!claimed) await this.destinations.finish(laneOf(delivery), 'neutral', now);
+      if (!claimed) await this.destinations.finish(laneOf(delivery), delivery.id, 'neutral', now);
     }
     if (!claimed) return false;
     const attempt = this.attempt({ ...delivery, attempts: delivery.attempts + 1 })
@@ -266,7 +266,12 @@ export class CallbackDispatcher {
           : 'neutral';
     let openUntil: number | null = null;
     try {
-      const circuit = await this.destinations.finish(laneOf(delivery), outcome, Date.now());
+      const circuit = await this.destinations.finish(
+        laneOf(delivery),
+        delivery.id,
+        outcome,
+        Date.now(),
+      );
       openUntil = circuit.openUntil;
       if (circuit.opened && openUntil !== null) {
         this.logger.warn(

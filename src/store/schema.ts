@@ -180,6 +180,26 @@ export interface NodeHeartbeatsTable {
   last_seen_at: number | string;
 }
 
+/** A lane's circuit (see migration 0020); times in milliseconds since the epoch. */
+export interface CallbackLanesTable {
+  account_id: string;
+  destination: string;
+  failures: Generated<number>;
+  opens: Generated<number>;
+  /** bigint: PostgreSQL returns a string. */
+  open_until: Generated<number | string>;
+  last_used: number | string;
+}
+
+/** A callback delivery in flight, until its lease ends (see migration 0020). */
+export interface CallbackAdmissionsTable {
+  delivery_id: string;
+  account_id: string;
+  destination: string;
+  /** Milliseconds since the epoch; bigint: PostgreSQL returns a string. */
+  lease_until: number | string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -193,4 +213,6 @@ export interface Database {
   rate_buckets: RateBucketsTable;
   engine_versions: EngineVersionsTable;
   node_heartbeats: NodeHeartbeatsTable;
+  callback_lanes: CallbackLanesTable;
+  callback_admissions: CallbackAdmissionsTable;
 }

@@ -1,6 +1,7 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { CallbackLaneRepository } from './callback-lanes.js';
 import { CallbackOutbox } from './callback-outbox.js';
 import { ConsoleSessionRepository } from './console-sessions.js';
 import { EngineVersionRepository } from './engine-versions.js';
@@ -25,6 +26,7 @@ import * as consoleUsers from './migrations/0016-console.js';
 import * as operations from './migrations/0017-operations.js';
 import * as consolePages from './migrations/0018-console-pages.js';
 import * as jobContent from './migrations/0019-job-content.js';
+import * as callbackLanes from './migrations/0020-callback-lanes.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -55,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '0017-operations': operations,
   '0018-console-pages': consolePages,
   '0019-job-content': jobContent,
+  '0020-callback-lanes': callbackLanes,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -71,6 +74,7 @@ export class Store {
   readonly jobs: JobRepository;
   readonly trace: TraceRepository;
   readonly callbacks: CallbackOutbox;
+  readonly callbackLanes: CallbackLaneRepository;
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
   readonly consoleSessions: ConsoleSessionRepository;
@@ -95,6 +99,7 @@ export class Store {
     this.jobs = new JobRepository(db, dispatch);
     this.trace = new TraceRepository(db);
     this.callbacks = new CallbackOutbox(db, dispatch);
+    this.callbackLanes = new CallbackLaneRepository(db);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
     this.consoleSessions = new ConsoleSessionRepository(db);
