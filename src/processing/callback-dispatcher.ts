@@ -57,8 +57,10 @@ export interface CallbackDispatcherOptions {
 export const CALLBACK_LEASE_MS = 2 * 60 * 1000;
 /** Longest sleep of the loop: a submission or a finished attempt wakes it sooner. */
 const IDLE_MS = 1000;
-/** A delivered callback whose lane is full here is delivered again after this long. */
+/** A delivered callback whose lane is full is delivered again after this long. */
 const LANE_BUSY_RETRY_MS = 1000;
+/** The rank (see DueWork) of a delivery announced again because its lane was full. */
+const HELD_BACK_RANK = 1;
 
 /**
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the account's callback secret: the
@@ -190,8 +192,10 @@ export class CallbackDispatcher {
     const lane = laneOf(delivery);
     const admission = await this.destinations.admit(lane, id, now);
     if (admission.kind === 'busy') {
+      // Behind the account's fresh deliveries: a backlog held for one full lane, announced again
+      // every second, must not stand before a delivery to another receiver.
       const at = new Date(now + LANE_BUSY_RETRY_MS).toISOString();
-      await this.store.callbacks.redispatch({ id, at });
+      await this.store.callbacks.redispatch({ id, at, rank: HELD_BACK_RANK });
       return;
     }
     if (admission.kind === 'wait') {

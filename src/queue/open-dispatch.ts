@@ -26,6 +26,8 @@ export async function openDispatch(
   return new PgBossDispatch({
     connectionString: settings.databaseUrl,
     instanceName: `assay-${settings.role}`,
+    // pg-boss's monitor and maintenance run where work runs: an api process only sends.
+    supervise: settings.role !== 'api',
     logger,
   });
 }

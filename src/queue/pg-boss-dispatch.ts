@@ -1,10 +1,11 @@
 import { type Kysely, sql } from 'kysely';
-import { type Db, fromKysely, type Job, PgBoss } from 'pg-boss';
-import { fetchNextJob } from 'pg-boss/dist/plans.js';
+import { type Db, fromKysely, PgBoss } from 'pg-boss';
+import { fetchNextJob, notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
 import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { Database } from '../store/schema.js';
 import type { DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
+import { type Message, QueuePoller } from './queue-poller.js';
 
 /** The queues the service dispatches on PostgreSQL: one per kind of work. */
 export const ASSAY_QUEUES = ['assay.download', 'assay.scan', 'assay.callback'] as const;
@@ -30,11 +31,18 @@ export interface PgBossDispatchOptions {
   expireInSeconds?: number;
   /**
    * How often some instance looks for stale heartbeats and expired jobs (one instance per pass,
-   * claimed in the database). Default 10.
+   * claimed in the database). Default 10: the messages of a process that died count in their
+   * account's group until then.
    */
   monitorSeconds?: number;
-  /** How often an idle worker polls, besides LISTEN/NOTIFY wake-ups. Default 2. */
+  /**
+   * How often an idle queue is fetched from anyway, besides LISTEN/NOTIFY wake-ups and this
+   * process's own deferred messages (retries sent by another process, and messages a dead
+   * process held, are found so). Default 2.
+   */
   pollSeconds?: number;
+  /** Whether this instance runs pg-boss's monitor and maintenance (a worker's). Default true. */
+  supervise?: boolean;
   /** Registry name of this instance (getInstances), e.g. 'worker'. */
   instanceName?: string;
   logger: Logger;
@@ -60,11 +68,6 @@ export interface QueueCounts {
 /** The queue each kind of work is dispatched on. */
 export function queueOf(kind: WorkKind): string {
   return `assay.${kind}`;
-}
-
-/** What a job's message carries: only the id of the row in `jobs` (or the outbox) it is for. */
-interface Message {
-  id: string;
 }
 
 /** pg-boss's fetch with group concurrency counts `active_group_…`, and names the queue. */
@@ -133,8 +136,10 @@ function serializeGroupFetches(db: Db): void {
  */
 export class PgBossDispatch implements WorkDispatch, WorkDelivery {
   private readonly boss: PgBoss;
-  /** This process's pg-boss workers of each queue, to wake them. */
-  private readonly workers = new Map<string, string[]>();
+  /** This process's poller of each queue it works on. */
+  private readonly pollers = new Map<string, QueuePoller>();
+  /** The LISTEN for committed sends (a connection of its own), closed at stop. */
+  private listener: { close(): Promise<void> } | null = null;
   /** Per queue, a wake-up at the earliest deferred message this process sent. */
   private readonly wakeUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly queues: readonly string[];
@@ -168,8 +173,14 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       // Stale heartbeats are found by the supervisor's monitor pass: both timers set its pace.
       monitorIntervalSeconds: monitorSeconds,
       superviseIntervalSeconds: monitorSeconds,
-      // Workers wake on the NOTIFY of a committed send; polling stays as the floor.
-      useListenNotify: true,
+      // The pollers listen for the NOTIFY of a committed send themselves (start()); pg-boss's own
+      // listener would wake workers this process does not have.
+      useListenNotify: false,
+      supervise: options.supervise ?? true,
+      // The LISTEN connection's own check that it still listens: a query a minute, not every 10 s.
+      notifyHeartbeatIntervalMs: 60_000,
+      // No flows (jobs that wait for others) here: their pass every 5 s only cost the database.
+      flowIntervalSeconds: 3600,
       schedule: false,
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
@@ -215,6 +226,39 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
         if ((await this.boss.getQueue(name)) === null) throw error;
       }
     }
+    await this.listen();
+  }
+
+  /**
+   * Wakes this process's poller of a queue when a send to it commits (pg-boss's NOTIFY, the queue
+   * its payload), on a connection of its own that pg-boss keeps alive and re-establishes (then
+   * every poller fetches, for what was missed). Without it, polling alone delivers.
+   */
+  private async listen(): Promise<void> {
+    const db = this.boss.getDb() as Db & {
+      listen?: (
+        channel: string,
+        onNotification: (payload: string) => void,
+        onReconnect: () => void,
+      ) => Promise<{ close(): Promise<void> }>;
+    };
+    if (typeof db.listen !== 'function') {
+      this.logger.warn('pg-boss cannot listen here: work is found by polling only');
+      return;
+    }
+    try {
+      const { rows } = await db.executeSql(`SELECT ${notifyChannelSql(this.schema)} AS channel`);
+      const channel = String((rows[0] as { channel: string }).channel);
+      this.listener = await db.listen(
+        channel,
+        (queue) => this.pollers.get(queue)?.wake(),
+        () => {
+          for (const poller of this.pollers.values()) poller.wake();
+        },
+      );
+    } catch (error) {
+      this.logger.warn({ err: error }, 'LISTEN failed: work is found by polling only');
+    }
   }
 
   /**
@@ -241,43 +285,31 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
 
   /**
    * Runs `handler` for each message of `queue`, `slots` at once in this process and `perGroup` of
-   * one group at once across every process; the heartbeat is refreshed while it runs. Resolving
-   * completes the message; throwing fails it, and it is re-delivered after a short backoff.
-   * `signal` aborts when the message was taken away (its heartbeat was lost) or at stop.
+   * one group at once across every process, through one poller (QueuePoller): one fetch for the
+   * free slots, one completion for the messages that finished together, one heartbeat statement
+   * for those running. Resolving completes the message; throwing fails it, and it is re-delivered
+   * after a short backoff. `signal` aborts when the message is taken away at stop.
    */
   async work(
     queue: string,
     options: WorkOptions,
     handler: (jobId: string, signal: AbortSignal) => Promise<void>,
   ): Promise<void> {
-    // One pg-boss worker per slot. A worker waits a poll interval after each job unless notified,
-    // which would cap a slot at one job per poll: it is woken when its handler ends, so a backlog
-    // is worked through back to back and only an empty fetch waits.
-    for (let slot = 0; slot < options.slots; slot++) {
-      let workerId: string | undefined;
-      workerId = await this.boss.work<Message>(
-        queue,
-        {
-          localConcurrency: 1,
-          groupConcurrency: options.perGroup,
-          batchSize: 1,
-          pollingIntervalSeconds: this.pollSeconds,
-          // Deferred and retried messages send no NOTIFY: the same poll finds them.
-          notifyPollingIntervalSeconds: this.pollSeconds,
-        },
-        async (jobs: Job<Message>[]) => {
-          try {
-            for (const job of jobs) await handler(job.data.id, job.signal);
-          } catch (error) {
-            this.logger.warn({ err: error, queue }, 'dispatch handler failed; redelivered later');
-            throw error;
-          } finally {
-            if (workerId !== undefined) this.boss.notifyWorker(workerId);
-          }
-        },
-      );
-      this.workers.set(queue, [...(this.workers.get(queue) ?? []), workerId]);
-    }
+    if (this.pollers.has(queue)) throw new Error(`${queue} is worked on already`);
+    const poller = new QueuePoller(
+      this.boss,
+      queue,
+      {
+        slots: options.slots,
+        perGroup: options.perGroup,
+        pollMs: this.pollSeconds * 1000,
+        heartbeatMs: (this.heartbeatSeconds * 1000) / 2,
+      },
+      handler,
+      this.logger,
+    );
+    this.pollers.set(queue, poller);
+    poller.start();
   }
 
   /** WorkDispatch: a message for a row that became due, in the transaction that wrote it. */
@@ -340,16 +372,14 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     );
   }
 
-  /** WorkDelivery: this process's workers of `kind` fetch now. */
+  /** WorkDelivery: this process's poller of `kind` fetches now. */
   wake(kind: WorkKind): void {
-    for (const id of this.workers.get(queueOf(kind)) ?? []) this.boss.notifyWorker(id);
+    this.pollers.get(queueOf(kind))?.wake();
   }
 
-  /** WorkDelivery: fetches no more of `kind`; handlers running go on to their end. */
+  /** WorkDelivery: fetches no more of `kind`; handlers running go on to their end (see stop). */
   async stopDelivering(kind: WorkKind): Promise<void> {
-    const queue = queueOf(kind);
-    this.workers.delete(queue);
-    await this.boss.offWork(queue, { wait: false });
+    this.pollers.get(queueOf(kind))?.stopFetching();
   }
 
   private wakeAt(queue: string, at: number): void {
@@ -360,7 +390,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     const timer = setTimeout(
       () => {
         this.wakeUps.delete(queue);
-        for (const id of this.workers.get(queue) ?? []) this.boss.notifyWorker(id);
+        this.pollers.get(queue)?.wake();
       },
       Math.max(0, at - Date.now()) + 20,
     );
@@ -392,12 +422,16 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
   }
 
   /**
-   * Stops fetching and waits up to `graceMs` for running handlers; pg-boss then fails the messages
-   * of those still running, so they are re-delivered (after the retry delay) to another process.
+   * Stops fetching and waits up to `graceMs` for running handlers; the messages of those still
+   * running are then failed, so they are re-delivered (after the retry delay) to another process.
    */
   async stop(graceMs: number): Promise<void> {
     for (const { timer } of this.wakeUps.values()) clearTimeout(timer);
     this.wakeUps.clear();
+    await Promise.all([...this.pollers.values()].map((poller) => poller.stop(graceMs)));
+    this.pollers.clear();
+    await this.listener?.close().catch(() => {});
+    this.listener = null;
     await this.boss.stop({ graceful: graceMs > 0, timeout: Math.max(graceMs, 1), close: true });
   }
 }

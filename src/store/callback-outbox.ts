@@ -86,9 +86,12 @@ export class CallbackOutbox {
   /**
    * Announces pending deliveries again (through the dispatch), each due at `at` or else its next
    * attempt: one (`id`), or all of them at start (rows written without a dispatch). A delivery
-   * already announced and waiting is not announced twice.
+   * already announced and waiting is not announced twice. `rank` above 0 lets the account's other
+   * due deliveries go first (one held back for a full lane yields to a fresh one).
    */
-  async redispatch(which: { all: true } | { id: string; at?: string }): Promise<number> {
+  async redispatch(
+    which: { all: true } | { id: string; at?: string; rank?: number },
+  ): Promise<number> {
     const dispatch = this.dispatch;
     if (dispatch === undefined) return 0;
     let query = this.db
@@ -99,8 +102,15 @@ export class CallbackOutbox {
     const rows = await query.orderBy('next_attempt_at').execute();
     for (const row of rows) {
       const at = 'id' in which && which.at !== undefined ? which.at : row.next_attempt_at;
+      const rank = 'id' in which ? which.rank : undefined;
       await withDispatch(this.db, dispatch, (db) =>
-        dispatch.send(db, { kind: 'callback', id: row.id, accountId: row.account_id, at }),
+        dispatch.send(db, {
+          kind: 'callback',
+          id: row.id,
+          accountId: row.account_id,
+          at,
+          ...(rank === undefined ? {} : { rank }),
+        }),
       );
     }
     return rows.length;

@@ -1,0 +1,209 @@
+import type { Job, PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
+
+/** What a message carries: only the id of the row in `jobs` (or the outbox) it is for. */
+export interface Message {
+  id: string;
+}
+
+export interface QueuePollerOptions {
+  /** Messages of the queue this process handles at once. */
+  slots: number;
+  /** Messages of one group (account) active at once, across every process on the database. */
+  perGroup: number;
+  /** How often an idle poller fetches anyway (deferred and retried messages send no NOTIFY). */
+  pollMs: number;
+  /** How often the running messages' heartbeats are refreshed (in one statement). */
+  heartbeatMs: number;
+}
+
+/**
+ * One poller per queue and process (issue 28: one pg-boss worker per slot polled the database
+ * 28 times a second in an idle worker). It fetches as many messages as it has free slots in one
+ * statement, runs each one's handler, completes the finished ones together, and refreshes the
+ * running ones' heartbeats together. It fetches when woken (a NOTIFY of a committed send, this
+ * process's own send or deferred message falling due, a slot freed while work was left), and
+ * otherwise every `pollMs`.
+ *
+ * A handler that resolves completes its message; one that throws fails it, and pg-boss delivers it
+ * again after its retry delay. At stop, messages still running after the grace are failed, so
+ * another process takes them at once.
+ */
+export class QueuePoller {
+  private readonly running = new Map<string, Job<Message>>();
+  /** Aborted when the message is taken away: at stop, once the grace is over. */
+  private readonly signals = new Map<string, AbortController>();
+  private readonly handlers = new Set<Promise<void>>();
+  private readonly finished: Job<Message>[] = [];
+  private fetching = false;
+  /** Woken while a fetch ran or with no slot free: fetch again when possible. */
+  private wanted = false;
+  /**
+   * The last fetch found work: a slot freeing up fetches again (more may wait, or its account's
+   * group was at its cap); after an empty fetch only a wake-up or the poll does.
+   */
+  private foundWork = false;
+  private stopped = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private settling: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly boss: PgBoss,
+    private readonly queue: string,
+    private readonly options: QueuePollerOptions,
+    private readonly handler: (id: string, signal: AbortSignal) => Promise<void>,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.heartbeatTimer = setInterval(() => void this.touchRunning(), this.options.heartbeatMs);
+    this.heartbeatTimer.unref();
+    this.wake();
+  }
+
+  /** Fetches now (or as soon as a fetch under way ends and a slot is free). */
+  wake(): void {
+    if (this.stopped) return;
+    this.wanted = true;
+    if (!this.fetching && this.running.size < this.options.slots) void this.fetch();
+  }
+
+  private async fetch(): Promise<void> {
+    this.fetching = true;
+    clearTimeout(this.pollTimer);
+    try {
+      while (this.wanted && !this.stopped) {
+        this.wanted = false;
+        // Finished messages are completed first: their groups' counts are then right.
+        await this.settling;
+        const free = this.options.slots - this.running.size;
+        if (free <= 0) {
+          // A slot freeing up fetches again.
+          this.wanted = true;
+          break;
+        }
+        const jobs = await this.boss.fetch<Message>(this.queue, {
+          batchSize: free,
+          groupConcurrency: this.options.perGroup,
+        });
+        this.foundWork = jobs.length > 0;
+        for (const job of jobs) this.launch(job);
+        // A full fetch may have left more: look again once a slot frees (or now, if one is free).
+        if (jobs.length >= free) this.wanted = true;
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, queue: this.queue }, 'fetching work failed; trying again');
+      this.wanted = false;
+      this.schedulePoll(1000);
+      this.fetching = false;
+      return;
+    }
+    this.fetching = false;
+    this.schedulePoll(this.options.pollMs);
+  }
+
+  private schedulePoll(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => this.wake(), ms);
+    this.pollTimer.unref();
+  }
+
+  private launch(job: Job<Message>): void {
+    this.running.set(job.id, job);
+    const controller = new AbortController();
+    this.signals.set(job.id, controller);
+    const run = this.handler(job.data.id, controller.signal).then(
+      () => this.settled(job, null),
+      (error: unknown) => this.settled(job, error),
+    );
+    this.handlers.add(run);
+    void run.finally(() => this.handlers.delete(run));
+  }
+
+  private settled(job: Job<Message>, error: unknown): void {
+    this.signals.delete(job.id);
+    if (!this.running.delete(job.id)) return; // failed at stop already
+    if (error === null) {
+      this.finished.push(job);
+      this.settling = this.settling.then(() => this.completeFinished());
+    } else {
+      this.logger.warn(
+        { err: error, queue: this.queue },
+        'dispatch handler failed; redelivered later',
+      );
+      this.settling = this.settling.then(() => this.fail([job], error));
+    }
+    // A slot is free: fetch if work was found last time, or asked for meanwhile.
+    if (this.foundWork || this.wanted) this.wake();
+  }
+
+  /** Completes every message finished since the last call, in one statement. */
+  private async completeFinished(): Promise<void> {
+    const jobs = this.finished.splice(0);
+    if (jobs.length === 0) return;
+    try {
+      await this.boss.complete(this.queue, jobs);
+    } catch (error) {
+      // Left active: its heartbeat goes stale and pg-boss delivers it again; the row's claim in
+      // the store then finds the work done, and ends it.
+      this.logger.warn({ err: error, queue: this.queue }, 'could not complete messages');
+    }
+  }
+
+  private async fail(jobs: Job<Message>[], error: unknown): Promise<void> {
+    if (jobs.length === 0) return;
+    try {
+      await this.boss.fail(this.queue, jobs, {
+        message: error instanceof Error ? error.message : String(error),
+      });
+    } catch (failure) {
+      this.logger.warn({ err: failure, queue: this.queue }, 'could not fail messages');
+    }
+  }
+
+  /** Keeps the running messages active: one statement for all of them. */
+  private async touchRunning(): Promise<void> {
+    const jobs = [...this.running.values()];
+    if (jobs.length === 0) return;
+    try {
+      await this.boss.touch(this.queue, jobs);
+    } catch (error) {
+      this.logger.warn({ err: error, queue: this.queue }, 'could not refresh heartbeats');
+    }
+  }
+
+  /** Fetches no more; running handlers go on (wait for them with `stop`). */
+  stopFetching(): void {
+    this.stopped = true;
+    clearTimeout(this.pollTimer);
+  }
+
+  /**
+   * Fetches no more and waits up to `graceMs` for running handlers; the messages of those still
+   * running then are failed, so another process takes them at once.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopFetching();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all([...this.handlers]), grace]);
+    clearTimeout(timer);
+    clearInterval(this.heartbeatTimer);
+    const left = [...this.running.values()];
+    this.running.clear();
+    for (const controller of this.signals.values()) controller.abort();
+    this.signals.clear();
+    await this.settling;
+    await this.completeFinished();
+    await this.fail(left, new Error('the process stopped before the work ended'));
+  }
+
+  /** Messages running in this process now. */
+  get active(): number {
+    return this.running.size;
+  }
+}
