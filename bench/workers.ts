@@ -9,7 +9,8 @@
  * item of the workers and of PostgreSQL's backends (all
  * processes of the machine's `postgres` user), and the database's transactions per item
  * (pg_stat_database), pg-boss's polls and maintenance included. First, the transactions per
- * second of the same deployment idle (BENCH_IDLE_SECONDS, 30), before the burst: after it,
+ * second of the same deployment idle (BENCH_IDLE_SECONDS, 60, after BENCH_IDLE_SETTLE_SECONDS, 30,
+ * at rest), before the burst: after it,
  * autovacuum's passes over the tables would count as transactions too.
  */
 import { execFileSync } from 'node:child_process';
@@ -117,8 +118,11 @@ export async function benchWorkers(socket: string, work: string, items: number):
           }),
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
+      // At rest: past what a start does once (pg-boss's first maintenance pass, queue setup).
+      const settleSeconds = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 30);
+      await new Promise((resolve) => setTimeout(resolve, settleSeconds * 1000));
+      // A whole number of pg-boss's supervise passes (one a minute) by default.
+      const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
       const idleBefore = await transactions(name);
       await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
       const idleRate = ((await transactions(name)) - idleBefore) / idleSeconds;
@@ -128,7 +132,7 @@ export async function benchWorkers(socket: string, work: string, items: number):
       }
       lines.push(
         `idle, 1 api + ${workers} worker process${workers > 1 ? 'es' : ''} on PostgreSQL: ` +
-          `${idleRate.toFixed(2)} database transactions per second (over ${idleSeconds} s)`,
+          `${idleRate.toFixed(2)} database transactions per second (over ${idleSeconds} s, after ${settleSeconds} s at rest)`,
       );
       console.log(`  ${lines.at(-1)}`);
       // Accepting first, with no worker: the api's own rate and cost.

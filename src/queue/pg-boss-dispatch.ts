@@ -31,14 +31,16 @@ export interface PgBossDispatchOptions {
   expireInSeconds?: number;
   /**
    * How often some instance looks for stale heartbeats and expired jobs (one instance per pass,
-   * claimed in the database). Default 10: the messages of a process that died count in their
-   * account's group until then.
+   * claimed in the database; a pass is about 25 statements). Default 60: the messages of a process
+   * that died count in their account's group until then (a job's are dropped sooner, when its
+   * lease ends: `dropHeld`).
    */
   monitorSeconds?: number;
   /**
    * How often an idle queue is fetched from anyway, besides LISTEN/NOTIFY wake-ups and this
-   * process's own deferred messages (retries sent by another process, and messages a dead
-   * process held, are found so). Default 2.
+   * process's own deferred and failed messages falling due: what only polling finds is another
+   * process's deferred message that its sender did not take (it died, or its slots were full), and
+   * messages a dead process held. Default 30.
    */
   pollSeconds?: number;
   /** Whether this instance runs pg-boss's monitor and maintenance (a worker's). Default true. */
@@ -87,7 +89,12 @@ function groupFetchQueue(text: string): string | undefined {
  * every claim committed before it). A fetch takes about a millisecond, so this caps one queue at
  * some hundreds of claims a second across the deployment, far above what clamd scans.
  */
-function serializeGroupFetches(db: Db): void {
+function serializeGroupFetches(
+  db: Db,
+  schema: string,
+  /** Told, after a fetch that found nothing, when the queue's next deferred message falls due. */
+  onNextDeferred: (queue: string, at: number | null) => void,
+): void {
   // The statement is recognized by its text: a pg-boss that words it otherwise fails here, at
   // construction, rather than letting groups overshoot.
   for (const groupConcurrency of [1, 2]) {
@@ -116,6 +123,17 @@ function serializeGroupFetches(db: Db): void {
         `assay-group-fetch:${queue}`,
       ]);
       const result = await transaction.db.executeSql(text, values);
+      if (result.rows.length === 0) {
+        // In the same transaction (no transaction of its own): when to look again, so that a
+        // message deferred by another process (a retry it sent, then died) is not left to the poll.
+        const next = await transaction.db.executeSql(
+          `SELECT (extract(epoch FROM min(start_after)) * 1000)::float8 AS at
+           FROM ${schema}.job WHERE name = $1 AND state < 'active' AND start_after > now()`,
+          [queue],
+        );
+        const at = (next.rows[0] as { at: number | null } | undefined)?.at ?? null;
+        onNextDeferred(queue, at === null ? null : Number(at));
+      }
       await transaction.commit();
       return result;
     } catch (error) {
@@ -153,7 +171,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     this.queues = options.queues ?? ASSAY_QUEUES;
     this.heartbeatSeconds = options.heartbeatSeconds ?? 30;
     this.expireInSeconds = options.expireInSeconds ?? 900;
-    this.pollSeconds = options.pollSeconds ?? 2;
+    this.pollSeconds = options.pollSeconds ?? 30;
     this.schema = options.schema ?? 'pgboss';
     this.logger = options.logger;
     if (!/^[a-z_][a-z0-9_]*$/.test(this.schema)) {
@@ -163,7 +181,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     if (this.expireInSeconds <= this.heartbeatSeconds) {
       throw new Error('expireInSeconds must be above heartbeatSeconds');
     }
-    const monitorSeconds = options.monitorSeconds ?? 10;
+    const monitorSeconds = options.monitorSeconds ?? 60;
     this.boss = new PgBoss({
       connectionString: options.connectionString,
       schema: this.schema,
@@ -184,7 +202,9 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       schedule: false,
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
-    serializeGroupFetches(this.boss.getDb());
+    serializeGroupFetches(this.boss.getDb(), this.schema, (queue, at) =>
+      this.pollers.get(queue)?.nextDeferredAt(at),
+    );
     // pg-boss reports failed polls, heartbeats and maintenance here; unhandled, an 'error' event
     // would end the process. Each is logged; pg-boss keeps polling and recovers when the database
     // is back.

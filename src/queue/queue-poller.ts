@@ -6,6 +6,9 @@ export interface Message {
   id: string;
 }
 
+/** A failed message is retried by pg-boss after its first retry delay (1 s): looked for then. */
+const FAILED_RETRY_LOOK_MS = 1_100;
+
 export interface QueuePollerOptions {
   /** Messages of the queue this process handles at once. */
   slots: number;
@@ -39,12 +42,19 @@ export class QueuePoller {
   /** Woken while a fetch ran or with no slot free: fetch again when possible. */
   private wanted = false;
   /**
-   * The last fetch found work: a slot freeing up fetches again (more may wait, or its account's
-   * group was at its cap); after an empty fetch only a wake-up or the poll does.
+   * A slot freeing up fetches again: the last fetch found work (more may wait), or came while this
+   * process ran messages, whose groups may have been at their cap (pg-boss leaves a capped group's
+   * messages out, so an empty fetch does not say the queue is empty: a fresh message of the group
+   * would otherwise wait for the next wake-up). After an empty fetch with nothing running, only a
+   * wake-up or the poll fetches.
    */
-  private foundWork = false;
+  private fetchWhenSettled = false;
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
+  /** When the queue's next deferred message falls due, as the last empty fetch saw it. */
+  private deferredAt: number | null = null;
+  /** A look for messages of this process that failed, when pg-boss retries them. */
+  private retryLook: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private settling: Promise<void> = Promise.resolve();
 
@@ -83,11 +93,12 @@ export class QueuePoller {
           this.wanted = true;
           break;
         }
+        this.deferredAt = null;
         const jobs = await this.boss.fetch<Message>(this.queue, {
           batchSize: free,
           groupConcurrency: this.options.perGroup,
         });
-        this.foundWork = jobs.length > 0;
+        this.fetchWhenSettled = jobs.length > 0 || this.running.size > 0;
         for (const job of jobs) this.launch(job);
         // A full fetch may have left more: look again once a slot frees (or now, if one is free).
         if (jobs.length >= free) this.wanted = true;
@@ -100,7 +111,13 @@ export class QueuePoller {
       return;
     }
     this.fetching = false;
-    this.schedulePoll(this.options.pollMs);
+    const untilDeferred = this.deferredAt === null ? Infinity : this.deferredAt - Date.now() + 20;
+    this.schedulePoll(Math.max(0, Math.min(this.options.pollMs, untilDeferred)));
+  }
+
+  /** Told by an empty fetch when the queue's next deferred message falls due (null: none). */
+  nextDeferredAt(at: number | null): void {
+    this.deferredAt = at;
   }
 
   private schedulePoll(ms: number): void {
@@ -134,9 +151,17 @@ export class QueuePoller {
         'dispatch handler failed; redelivered later',
       );
       this.settling = this.settling.then(() => this.fail([job], error));
+      // pg-boss retries it after a second (no NOTIFY for a retry): this process looks then.
+      if (this.retryLook === undefined && !this.stopped) {
+        this.retryLook = setTimeout(() => {
+          this.retryLook = undefined;
+          this.wake();
+        }, FAILED_RETRY_LOOK_MS);
+        this.retryLook.unref();
+      }
     }
-    // A slot is free: fetch if work was found last time, or asked for meanwhile.
-    if (this.foundWork || this.wanted) this.wake();
+    // A slot is free (and maybe a group's share): fetch if the last fetch says so, or if asked.
+    if (this.fetchWhenSettled || this.wanted) this.wake();
   }
 
   /** Completes every message finished since the last call, in one statement. */
@@ -178,6 +203,7 @@ export class QueuePoller {
   stopFetching(): void {
     this.stopped = true;
     clearTimeout(this.pollTimer);
+    clearTimeout(this.retryLook);
   }
 
   /**

@@ -229,6 +229,24 @@ describe('pg-boss dispatch', { skip: onPostgres ? false : 'pg-boss needs Postgre
     assert.equal(runs.length, 2);
   });
 
+  test('a message deferred by a process that died is taken when it falls due, not at the next poll', async (t) => {
+    const { url, store } = await database(t);
+    // The sender defers a retry and is gone; a worker polling every 30 s starts after it.
+    const sender = await dispatch(t, { connectionString: url });
+    const dueAt = Date.now() + 2_000;
+    assert.equal(await enqueue(store, sender, 'deferred', 'a', new Date(dueAt)), true);
+    await sender.stop(0);
+    const worker = await dispatch(t, { connectionString: url, pollSeconds: 30 });
+    const delivered: Array<{ id: string; at: number }> = [];
+    await worker.work(QUEUE, { slots: 2, perGroup: 2 }, async (jobId) => {
+      delivered.push({ id: jobId, at: Date.now() });
+    });
+    await waitUntil('the deferred message is delivered', () => delivered.length === 1, 10_000);
+    const late = (delivered[0]?.at ?? 0) - dueAt;
+    t.diagnostic(`delivered ${late} ms after it fell due (poll every 30 s)`);
+    assert.ok(late >= 0 && late < 2_000, `${late} ms after it fell due`);
+  });
+
   test('queue stats count queued, deferred and active messages, live', async (t) => {
     const { url, store } = await database(t);
     const queue = await dispatch(t, { connectionString: url });
