@@ -6,7 +6,7 @@ import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
 import { EngineProbe } from './engine-probe.js';
 import { EngineUnavailableError } from './errors.js';
-import { type JobRunnerOptions, submissionOf } from './job-work.js';
+import type { JobRunnerOptions, JobSubmissions } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 
 /** Room a scan needs on the engine's disk beyond the content's own size. */
@@ -46,6 +46,7 @@ export class JobFailures {
     private readonly logger: Logger,
     /** Aborted at shutdown: a job waiting for the store is left to its lease. */
     private readonly stopping: AbortSignal,
+    private readonly submissions: JobSubmissions,
   ) {
     this.probe = new EngineProbe(processor);
   }
@@ -194,7 +195,7 @@ export class JobFailures {
     this.logger.warn({ job: job.id, reason }, 'job ended with an error result');
     await this.processor.recordFailure(
       job.id,
-      await submissionOf(this.store, job),
+      await this.submissions.of(job),
       reason,
       job.creationDate,
       [],

@@ -8,7 +8,12 @@ import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
 import { JobFailures, RecordingError } from './job-failures.js';
 import type { JobQueue } from './job-queue.js';
-import { type JobOutcome, type JobRunnerOptions, type JobWork, submissionOf } from './job-work.js';
+import {
+  type JobOutcome,
+  type JobRunnerOptions,
+  JobSubmissions,
+  type JobWork,
+} from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import { ScanJob } from './scan-job.js';
@@ -50,6 +55,8 @@ export class JobRunner implements JobQueue {
   private readonly lookAgainAt: Record<JobStage, number> = { scan: 0, download: 0 };
   private readonly claims: FairClaims;
   private readonly submissions: GroupedCommits;
+  /** What each job was submitted as (its key's categories read at most every half second). */
+  private readonly submissionsOf: JobSubmissions;
   private readonly failures: JobFailures;
   private readonly work: Record<JobStage, JobWork>;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -67,7 +74,16 @@ export class JobRunner implements JobQueue {
     private readonly logger: Logger,
     private readonly delivery?: WorkDelivery,
   ) {
-    this.failures = new JobFailures(store, spool, processor, options, logger, this.stopping.signal);
+    this.submissionsOf = new JobSubmissions(store);
+    this.failures = new JobFailures(
+      store,
+      spool,
+      processor,
+      options,
+      logger,
+      this.stopping.signal,
+      this.submissionsOf,
+    );
     this.work = {
       download: new DownloadJob(store, spool, options),
       scan: new ScanJob(processor, spool, options),
@@ -315,7 +331,7 @@ export class JobRunner implements JobQueue {
   }
 
   private async process(job: Job): Promise<void> {
-    const submission = await submissionOf(this.store, job);
+    const submission = await this.submissionsOf.of(job);
     let outcome: JobOutcome;
     try {
       outcome = await this.work[job.stage ?? 'scan'].run(job, submission);

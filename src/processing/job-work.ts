@@ -1,4 +1,6 @@
-import type { Job, JobStage } from '../domain/records.js';
+import { CREDENTIAL_CACHE_MS } from '../accounts/account-service.js';
+import { CredentialCache } from '../accounts/credential-cache.js';
+import type { ApiKey, Job, JobStage } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
 import type { Store } from '../store/store.js';
 import type { StageLimits } from './fair-claims.js';
@@ -13,27 +15,44 @@ export interface JobScanOptions {
   legacy: { maxPostBytes: number; maxFetchBytes: number };
 }
 
-/** The submission a job was accepted as, with its key's categories as they are now. */
-export async function submissionOf(store: Store, job: Job): Promise<Submission> {
-  const key = await store.apiKeys.find(job.apiKeyId);
-  return {
-    principal: {
-      accountId: job.accountId,
-      keyId: job.apiKeyId,
-      tokenId: null,
-      detectionCategories:
-        job.apiVersion === 'v1.0' ? [...LEGACY_CATEGORIES] : (key?.detectionCategories ?? []),
-      // Accepted work is finished even if the balance ran out since: it was paid for at submission.
-      balanceExhausted: false,
-      balanceEnforced: false,
-      // Rate limits apply to requests; the job's request was already counted.
-      rateLimit: null,
-    },
-    version: job.apiVersion as SubmissionVersion,
-    metadata: job.metadata,
-    callback: job.callback,
-    legacy: job.legacy ?? null,
-  };
+/**
+ * The submission each job was accepted as, with its key's categories as they are now: a key is read
+ * from the store at most once per `ttlMs` (the API's own credential cache time), not once a job.
+ */
+export class JobSubmissions {
+  private readonly keys: CredentialCache<ApiKey | null>;
+
+  constructor(
+    private readonly store: Store,
+    ttlMs = CREDENTIAL_CACHE_MS,
+  ) {
+    this.keys = new CredentialCache(ttlMs);
+  }
+
+  async of(job: Job): Promise<Submission> {
+    const key =
+      job.apiVersion === 'v1.0'
+        ? null
+        : await this.keys.get(job.apiKeyId, () => this.store.apiKeys.find(job.apiKeyId));
+    return {
+      principal: {
+        accountId: job.accountId,
+        keyId: job.apiKeyId,
+        tokenId: null,
+        detectionCategories:
+          job.apiVersion === 'v1.0' ? [...LEGACY_CATEGORIES] : (key?.detectionCategories ?? []),
+        // Accepted work is finished even if the balance ran out since: it was paid for at submission.
+        balanceExhausted: false,
+        balanceEnforced: false,
+        // Rate limits apply to requests; the job's request was already counted.
+        rateLimit: null,
+      },
+      version: job.apiVersion as SubmissionVersion,
+      metadata: job.metadata,
+      callback: job.callback,
+      legacy: job.legacy ?? null,
+    };
+  }
 }
 
 /** The most a job's content may be: v1.0 has limits of its own. */

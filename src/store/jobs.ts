@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records.js';
 import {
   claimUnchanged,
@@ -275,6 +275,9 @@ export class JobRepository {
    * cleared, so an attempt that never records an outcome (the process died) leaves none.
    */
   async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
+    if (stage !== undefined && this.db.getExecutor().adapter instanceof PostgresAdapter) {
+      return this.claimInOneStatement(id, now, leaseUntil, stage);
+    }
     const { rows } = await jobById.execute(this.db, id);
     const row = rows[0];
     if (row === undefined || row.run_after > now) return null;
@@ -303,6 +306,31 @@ export class JobRepository {
       if (job !== null) claimed.push(job);
     }
     return claimed;
+  }
+
+  /**
+   * `claim` as one round trip (PostgreSQL, a claim per delivered message): the row is updated only
+   * if it may be claimed now, and comes back with the error its last attempt left (which the claim
+   * clears). A concurrent claim makes PostgreSQL check the condition again on the row it committed,
+   * so only one of two claims gets the job.
+   */
+  private async claimInOneStatement(
+    id: string,
+    now: string,
+    leaseUntil: string,
+    stage: JobStage,
+  ): Promise<Job | null> {
+    const { rows } = await sql<Selectable<JobsTable> & { previous_error: string | null }>`
+      WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ${id})
+      UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
+        run_after = ${leaseUntil}, last_error = NULL
+      FROM previous
+      WHERE jobs.id = previous.id AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
+      RETURNING jobs.*, previous.last_error AS previous_error`.execute(this.db);
+    const row = rows[0];
+    if (row === undefined) return null;
+    const { previous_error: lastError, ...job } = row;
+    return toJob({ ...job, last_error: lastError });
   }
 
   /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */

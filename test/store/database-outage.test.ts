@@ -114,12 +114,18 @@ describe('a claim that loses its answer', {
     const remote = await startLocalServer((_request, response) => response.end(content));
     t.after(() => remote.close());
     const { svc, proxy } = await serviceBehindRelay(t, { ASSAY_JOB_LEASE: '60' });
-    // The claim's conditional update (JobRepository.claim) reaches PostgreSQL and commits; its
-    // answer is lost with the connection.
-    const dropped = proxy.dropAnswerTo(/update "jobs" set "state" = \$1, "attempts" = \$2/);
+    // The claim's conditional update (JobRepository.claim, one statement on PostgreSQL) reaches
+    // PostgreSQL and commits; its answer is lost with the connection.
+    const dropped = proxy.dropAnswerTo(/UPDATE jobs SET state = 'processing'/);
     const started = Date.now();
     const id = await submitFetch(svc.url, svc.auth, `${remote.url}/file.bin`);
-    await dropped;
+    // A claim worded otherwise would never be seen: fail, not hang.
+    await Promise.race([
+      dropped,
+      sleep(15_000, null, { ref: false }).then(() =>
+        assert.fail('no claim statement reached the relay'),
+      ),
+    ]);
     const result = await pollResult(svc.url, svc.auth, id, 30_000);
     const tookMs = Date.now() - started;
     t.diagnostic(`result ${tookMs} ms after the submission (lease 60 s)`);
