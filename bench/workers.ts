@@ -15,7 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
@@ -27,18 +27,29 @@ const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
 /** CPU seconds of every process of the `postgres` user: the database's side of the work. */
 function postgresCpuSeconds(): number {
   let total = 0;
+  for (const seconds of postgresCpuByProcess().values()) total += seconds;
+  return total;
+}
+
+/** CPU seconds of each process of the `postgres` user so far, by pid and title. */
+function postgresCpuByProcess(): Map<string, number> {
+  const cpu = new Map<string, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       const uid = /Uid:\s+(\d+)/.exec(status)?.[1];
       if (uid !== postgresUid) continue;
-      total += cpuSeconds(Number(entry));
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8')
+        .replace(/\0/g, ' ')
+        .replace(/\(\d+\).*$/, '')
+        .trim();
+      cpu.set(`${entry} ${title}`, cpuSeconds(Number(entry)));
     } catch {
       // gone meanwhile
     }
   }
-  return total;
+  return cpu;
 }
 const postgresUid = (() => {
   try {
@@ -85,6 +96,39 @@ async function countResults(url: string): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+/** Where this machine's PostgreSQL writes its log (Debian's cluster layout). */
+const POSTGRES_LOG = process.env.BENCH_POSTGRES_LOG ?? '/var/log/postgresql/postgresql-15-main.log';
+
+/**
+ * BENCH_STATEMENTS=1: logs every statement of `database`'s new sessions (the workers', started
+ * next) and reports them per item, by their first words: where the drain's round trips go.
+ */
+async function logStatements(
+  database: string,
+): Promise<{ report(items: number): Promise<string> }> {
+  await admin(`ALTER DATABASE ${database} SET log_statement = 'all'`);
+  const from = statSync(POSTGRES_LOG).size;
+  return {
+    async report(items: number) {
+      await admin(`ALTER DATABASE ${database} RESET log_statement`);
+      const text = readFileSync(POSTGRES_LOG, 'utf8').slice(from);
+      const counts = new Map<string, number>();
+      const marker = new RegExp(`@${database} LOG:  (?:statement|execute [^:]*): (.*)$`);
+      // A statement's further lines are the log's lines that start with a tab.
+      for (const line of text.replace(/\n\t/g, ' ').split('\n')) {
+        const statement = marker.exec(line)?.[1];
+        if (statement === undefined) continue;
+        const kind = statement.replace(/\s+/g, ' ').trim().slice(0, 90);
+        counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      }
+      const rows = [...counts].sort((a, b) => b[1] - a[1]);
+      return rows
+        .map(([kind, n]) => `    ${(n / items).toFixed(2).padStart(6)}  ${kind}`)
+        .join('\n');
+    },
+  };
 }
 
 export async function benchWorkers(socket: string, work: string, items: number): Promise<string[]> {
@@ -152,6 +196,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const accepted = (performance.now() - acceptBegin) / 1000;
       const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
       // Then the workers drain the queue: their rate and cost, and the database's.
+      const statements = process.env.BENCH_STATEMENTS === '1' ? await logStatements(name) : null;
+      const dbByProcessBefore = postgresCpuByProcess();
       const dbBefore = postgresCpuSeconds();
       const xactBefore = await transactions(name);
       const begin = performance.now();
@@ -185,6 +231,13 @@ export async function benchWorkers(socket: string, work: string, items: number):
           `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
+      if (statements !== null) {
+        console.log(await statements.report(items));
+        for (const [process, seconds] of postgresCpuByProcess()) {
+          const used = seconds - (dbByProcessBefore.get(process) ?? 0);
+          if (used > 0) console.log(`    ${perItem(used).padStart(6)} ms  ${process}`);
+        }
+      }
     } finally {
       for (const p of [api, ...started]) {
         p.child.kill('SIGTERM');

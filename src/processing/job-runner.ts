@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Job, JobStage } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import { GroupedCommits } from '../store/grouped-commits.js';
+import { GroupedLookups } from '../store/grouped-lookups.js';
 import type { Store } from '../store/store.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
@@ -19,6 +20,16 @@ import { RemoteContentError } from './remote-content.js';
 import { ScanJob } from './scan-job.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
+
+/** A claim of delivered jobs failed: it may have committed, holding them until `leaseUntil`. */
+class ClaimFailedError extends Error {
+  constructor(
+    readonly leaseUntil: string,
+    override readonly cause: unknown,
+  ) {
+    super('claiming delivered jobs failed', { cause });
+  }
+}
 
 /** A delivering runner looks for jobs whose worker died at least this often after a look. */
 const LEASE_SWEEP_MIN_MS = 100;
@@ -54,6 +65,8 @@ export class JobRunner implements JobQueue {
   /** When each stage's round asked to look again (epoch ms), whatever wakes the loop meanwhile. */
   private readonly lookAgainAt: Record<JobStage, number> = { scan: 0, download: 0 };
   private readonly claims: FairClaims;
+  /** Delivered jobs are claimed together: the messages of one fetch in one statement. */
+  private readonly deliveredClaims: Record<JobStage, GroupedLookups<string, Job | null>>;
   private readonly submissions: GroupedCommits;
   /** What each job was submitted as (its key's categories read at most every half second). */
   private readonly submissionsOf: JobSubmissions;
@@ -89,6 +102,23 @@ export class JobRunner implements JobQueue {
       scan: new ScanJob(processor, spool, options),
     };
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
+    const claimDelivered = (stage: JobStage) =>
+      new GroupedLookups<string, Job | null>(async (ids) => {
+        const now = Date.now();
+        const leaseUntil = new Date(now + options.leaseMs).toISOString();
+        try {
+          const claimed = await store.jobs.claimMany(
+            ids,
+            new Date(now).toISOString(),
+            leaseUntil,
+            stage,
+          );
+          return ids.map((id) => claimed.get(id) ?? null);
+        } catch (error) {
+          throw new ClaimFailedError(leaseUntil, error);
+        }
+      });
+    this.deliveredClaims = { scan: claimDelivered('scan'), download: claimDelivered('download') };
     this.submissions = new GroupedCommits(store, { durable: true });
     this.loop = new WorkLoop(
       (woken) => this.tick(woken),
@@ -131,12 +161,12 @@ export class JobRunner implements JobQueue {
    */
   private async delivered(stage: JobStage, id: string): Promise<void> {
     if (this.stopping.signal.aborted) throw new Error('stopping: delivered again later');
-    const now = Date.now();
-    const leaseUntil = new Date(now + this.options.leaseMs).toISOString();
     let job: Job | null;
     try {
-      job = await this.store.jobs.claim(id, new Date(now).toISOString(), leaseUntil, stage);
-    } catch (error) {
+      job = await this.deliveredClaims[stage].get(id);
+    } catch (caught) {
+      if (!(caught instanceof ClaimFailedError)) throw caught;
+      const { leaseUntil, cause: error } = caught;
       // A claim can commit and lose its answer with its connection: this process would then hold
       // a job it does not run until the lease ends (a minute). Put back at once if so (issue 25).
       const released = await this.store.jobs.release(id, new Date().toISOString(), {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DetectionCategory } from '../domain/records.js';
 import type { ReusableVerdict } from '../store/files.js';
+import { GroupedLookups } from '../store/grouped-lookups.js';
 import type { Store } from '../store/store.js';
 
 /**
@@ -76,12 +77,19 @@ export interface VerdictCacheOptions {
  * reused one (the TTL counts from the scan, not from its reuses).
  */
 export class VerdictCache {
+  /** Items looked up together (the jobs of one fetch, concurrent uploads) share a statement. */
+  private readonly lookups: GroupedLookups<string, ReusableVerdict | null>;
+
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly versions: EngineVersions,
     private readonly options: VerdictCacheOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.lookups = new GroupedLookups((keys) =>
+      store.files.findVerdicts(keys, new Date(Date.now() - options.ttlMs).toISOString()),
+    );
+  }
 
   get enabled(): boolean {
     return this.options.mode !== 'off';
@@ -111,9 +119,8 @@ export class VerdictCache {
 
   /** The earlier verdict under `key` within the TTL, or null (a store that fails is a miss). */
   async find(key: string): Promise<ReusableVerdict | null> {
-    const since = new Date(Date.now() - this.options.ttlMs).toISOString();
     try {
-      return await this.store.files.findVerdict(key, since);
+      return await this.lookups.get(key);
     } catch (error) {
       this.logger.warn({ err: error }, 'verdict cache lookup failed; scanning the content');
       return null;

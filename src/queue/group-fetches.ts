@@ -1,73 +1,67 @@
-import type { Db } from 'pg-boss';
-import { fetchNextJob } from 'pg-boss/dist/plans.js';
+import type { Job, PgBoss } from 'pg-boss';
 
-/** pg-boss's fetch with group concurrency counts `active_group_…`, and names the queue. */
-const GROUP_COUNT = /active_group_(?:count_map|probe)/;
-const FETCHED_QUEUE = /j\.name = '([^']+)'/;
+/** What a message carries: only the id of the row in `jobs` (or the outbox) it is for. */
+export interface Message {
+  id: string;
+}
 
-/** The queue a statement fetches from with group limits, if it is such a fetch. */
-function groupFetchQueue(text: string): string | undefined {
-  return GROUP_COUNT.test(text) ? FETCHED_QUEUE.exec(text)?.[1] : undefined;
+/** What one fetch found, and, when it found nothing, when the queue's next deferred message falls due. */
+export interface Fetched {
+  jobs: Job<Message>[];
+  nextDeferredAt: number | null;
 }
 
 /**
+ * A queue's fetches with group limits, one transaction each, serialized across the deployment.
+ *
  * pg-boss counts a group's active jobs inside its fetch statement, but two fetches running at once
- * (two slots, two processes) each count before either has claimed, and both claim: perGroup 2 let
- * 3 to 8 run in the test. Fetches of one queue with group limits are serialized here, through a
- * transaction-scoped advisory lock taken before the fetch (at READ COMMITTED the fetch then sees
- * every claim committed before it). A fetch takes about a millisecond, so this caps one queue at
- * some hundreds of claims a second across the deployment, far above what clamd scans.
+ * (two processes) each count before either has claimed, and both claim: perGroup 2 let 3 to 8 run
+ * in the test. So each fetch first takes a transaction-scoped advisory lock of its queue (at READ
+ * COMMITTED the fetch then sees every claim committed before it). A fetch takes about a
+ * millisecond, so this caps one queue at some hundreds of fetches a second across the deployment.
+ *
+ * The messages that finished since the last fetch are completed in the same transaction, before
+ * the lock (their groups' counts are then right for the fetch): a worker under load pays one
+ * transaction for its completions and its next messages together (issue 28).
  */
-export function serializeGroupFetches(
-  db: Db,
-  schema: string,
-  /** Told, after a fetch that found nothing, when the queue's next deferred message falls due. */
-  onNextDeferred: (queue: string, at: number | null) => void,
-): void {
-  // The statement is recognized by its text: a pg-boss that words it otherwise fails here, at
-  // construction, rather than letting groups overshoot.
-  for (const groupConcurrency of [1, 2]) {
-    const plan = fetchNextJob({
-      schema: 'pgboss',
-      table: 'job',
-      name: 'probe.queue',
-      policy: 'short',
-      limit: 1,
-      groupConcurrency,
-    });
-    if (groupFetchQueue(plan.text) !== 'probe.queue') {
-      throw new Error('this pg-boss version fetches differently: group fetches not serialized');
-    }
-  }
-  const plain = db.executeSql;
-  const begin = db.beginTransaction?.bind(db);
-  if (begin === undefined) throw new Error('pg-boss pool without transactions');
-  // pg-boss's pool takes a third, internal argument (aborts for its BAM jobs): passed along.
-  db.executeSql = async (text: string, values?: unknown[], ...internal: unknown[]) => {
-    const queue = groupFetchQueue(text);
-    if (queue === undefined) return Reflect.apply(plain, db, [text, values, ...internal]);
-    const transaction = await begin();
+export class GroupFetches {
+  constructor(
+    private readonly boss: PgBoss,
+    private readonly schema: string,
+  ) {}
+
+  /** Completes `finished` and fetches up to `batchSize` messages of `queue`, in one transaction. */
+  async fetch(
+    queue: string,
+    options: { batchSize: number; groupConcurrency: number },
+    finished: Job<Message>[],
+  ): Promise<Fetched> {
+    const transaction = await this.boss.getDb().beginTransaction?.();
+    if (transaction === undefined) throw new Error('pg-boss pool without transactions');
     try {
-      await transaction.db.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      const db = transaction.db;
+      if (finished.length > 0) await this.boss.complete(queue, finished, { db });
+      await db.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [
         `assay-group-fetch:${queue}`,
       ]);
-      const result = await transaction.db.executeSql(text, values);
-      if (result.rows.length === 0) {
-        // In the same transaction (no transaction of its own): when to look again, so that a
-        // message deferred by another process (a retry it sent, then died) is not left to the poll.
-        const next = await transaction.db.executeSql(
+      const jobs = await this.boss.fetch<Message>(queue, { ...options, db });
+      let nextDeferredAt: number | null = null;
+      if (jobs.length === 0) {
+        // When to look again, so that a message deferred by another process (a retry it sent,
+        // then died) is not left to the poll.
+        const next = await db.executeSql(
           `SELECT (extract(epoch FROM min(start_after)) * 1000)::float8 AS at
-           FROM ${schema}.job WHERE name = $1 AND state < 'active' AND start_after > now()`,
+           FROM ${this.schema}.job WHERE name = $1 AND state < 'active' AND start_after > now()`,
           [queue],
         );
         const at = (next.rows[0] as { at: number | null } | undefined)?.at ?? null;
-        onNextDeferred(queue, at === null ? null : Number(at));
+        nextDeferredAt = at === null ? null : Number(at);
       }
       await transaction.commit();
-      return result;
+      return { jobs, nextDeferredAt };
     } catch (error) {
-      await transaction.rollback();
+      await transaction.rollback().catch(() => undefined);
       throw error;
     }
-  };
+  }
 }

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { Database } from '../store/schema.js';
 import type { DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
-import { serializeGroupFetches } from './group-fetches.js';
-import { type Message, QueuePoller } from './queue-poller.js';
+import { GroupFetches, type Message } from './group-fetches.js';
+import { QueuePoller } from './queue-poller.js';
 
 /** The queues the service dispatches on PostgreSQL: one per kind of work. */
 export const ASSAY_QUEUES = ['assay.download', 'assay.scan', 'assay.callback'] as const;
@@ -96,6 +96,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
   private readonly pollSeconds: number;
   private readonly schema: string;
   private readonly logger: Logger;
+  private readonly fetches: GroupFetches;
 
   constructor(options: PgBossDispatchOptions) {
     this.queues = options.queues ?? ASSAY_QUEUES;
@@ -132,9 +133,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       schedule: false,
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
-    serializeGroupFetches(this.boss.getDb(), this.schema, (queue, at) =>
-      this.pollers.get(queue)?.nextDeferredAt(at),
-    );
+    this.fetches = new GroupFetches(this.boss, this.schema);
     // pg-boss reports failed polls, heartbeats and maintenance here; unhandled, an 'error' event
     // would end the process. Each is logged; pg-boss keeps polling and recovers when the database
     // is back.
@@ -248,6 +247,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     if (this.pollers.has(queue)) throw new Error(`${queue} is worked on already`);
     const poller = new QueuePoller(
       this.boss,
+      this.fetches,
       queue,
       {
         slots: options.slots,
@@ -309,6 +309,16 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       rows.map((row) => row.id),
       { db: fromKysely(db) },
     );
+  }
+
+  /** WorkDispatch: the rows of `ids` with a message waiting (created or to be retried) in `kind`'s queue. */
+  async waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const { rows } = await sql<{ key: string }>`
+      SELECT singleton_key AS key FROM ${sql.table(`${this.schema}.job`)}
+      WHERE name = ${queueOf(kind)} AND state < 'active'
+        AND singleton_key = ANY(${ids}::text[])`.execute(db);
+    return new Set(rows.map((row) => row.key));
   }
 
   /** WorkDelivery: runs `handler` for each row of `kind` delivered. */

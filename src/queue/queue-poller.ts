@@ -1,10 +1,6 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-
-/** What a message carries: only the id of the row in `jobs` (or the outbox) it is for. */
-export interface Message {
-  id: string;
-}
+import type { Fetched, GroupFetches, Message } from './group-fetches.js';
 
 /** A failed message is retried by pg-boss after its first retry delay (1 s): looked for then. */
 const FAILED_RETRY_LOOK_MS = 1_100;
@@ -60,6 +56,7 @@ export class QueuePoller {
 
   constructor(
     private readonly boss: PgBoss,
+    private readonly fetches: GroupFetches,
     private readonly queue: string,
     private readonly options: QueuePollerOptions,
     private readonly handler: (id: string, signal: AbortSignal) => Promise<void>,
@@ -93,11 +90,23 @@ export class QueuePoller {
           this.wanted = true;
           break;
         }
-        this.deferredAt = null;
-        const jobs = await this.boss.fetch<Message>(this.queue, {
-          batchSize: free,
-          groupConcurrency: this.options.perGroup,
-        });
+        // Completed with the fetch, in its transaction.
+        const finished = this.finished.splice(0);
+        let fetched: Fetched;
+        try {
+          fetched = await this.fetches.fetch(
+            this.queue,
+            { batchSize: free, groupConcurrency: this.options.perGroup },
+            finished,
+          );
+        } catch (error) {
+          // Completed on their own, then (or left to their heartbeat if that fails too).
+          this.finished.unshift(...finished);
+          this.settling = this.settling.then(() => this.completeFinished());
+          throw error;
+        }
+        const { jobs } = fetched;
+        this.deferredAt = fetched.nextDeferredAt;
         this.fetchWhenSettled = jobs.length > 0 || this.running.size > 0;
         for (const job of jobs) this.launch(job);
         // A full fetch may have left more: look again once a slot frees (or now, if one is free).
@@ -113,11 +122,6 @@ export class QueuePoller {
     this.fetching = false;
     const untilDeferred = this.deferredAt === null ? Infinity : this.deferredAt - Date.now() + 20;
     this.schedulePoll(Math.max(0, Math.min(this.options.pollMs, untilDeferred)));
-  }
-
-  /** Told by an empty fetch when the queue's next deferred message falls due (null: none). */
-  nextDeferredAt(at: number | null): void {
-    this.deferredAt = at;
   }
 
   private schedulePoll(ms: number): void {
@@ -142,9 +146,11 @@ export class QueuePoller {
   private settled(job: Job<Message>, error: unknown): void {
     this.signals.delete(job.id);
     if (!this.running.delete(job.id)) return; // failed at stop already
+    const fetchNext = !this.stopped && (this.fetchWhenSettled || this.wanted);
     if (error === null) {
       this.finished.push(job);
-      this.settling = this.settling.then(() => this.completeFinished());
+      // Completed with the next fetch when one follows, else at once.
+      if (!fetchNext) this.settling = this.settling.then(() => this.completeFinished());
     } else {
       this.logger.warn(
         { err: error, queue: this.queue },
@@ -161,7 +167,7 @@ export class QueuePoller {
       }
     }
     // A slot is free (and maybe a group's share): fetch if the last fetch says so, or if asked.
-    if (this.fetchWhenSettled || this.wanted) this.wake();
+    if (fetchNext) this.wake();
   }
 
   /** Completes every message finished since the last call, in one statement. */

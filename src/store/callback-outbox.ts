@@ -4,6 +4,9 @@ import type { CallbackDelivery } from '../domain/records.js';
 import type { CallbackDeliveriesTable, Database } from './schema.js';
 import { type WorkDispatch, withDispatch } from './work-dispatch.js';
 
+/** Deliveries looked up at once for an announcement already waiting (redispatch at start). */
+const REDISPATCH_PAGE = 500;
+
 /** A delivery as a list shows it: everything but its body. */
 export type DeliverySummary = Omit<CallbackDelivery, 'body'>;
 
@@ -99,7 +102,22 @@ export class CallbackOutbox {
       .select(['id', 'account_id', 'next_attempt_at'])
       .where('state', '=', 'pending');
     if ('id' in which) query = query.where('id', '=', which.id);
-    const rows = await query.orderBy('next_attempt_at').execute();
+    let rows = await query.orderBy('next_attempt_at').execute();
+    if (!('id' in which)) {
+      // At start: what is waiting already is not sent again (the whole backlog, at every start).
+      const missing: typeof rows = [];
+      for (let from = 0; from < rows.length; from += REDISPATCH_PAGE) {
+        const page = rows.slice(from, from + REDISPATCH_PAGE);
+        const waiting =
+          (await dispatch.waiting?.(
+            this.db,
+            'callback',
+            page.map((row) => row.id),
+          )) ?? new Set<string>();
+        missing.push(...page.filter((row) => !waiting.has(row.id)));
+      }
+      rows = missing;
+    }
     for (const row of rows) {
       const at = 'id' in which && which.at !== undefined ? which.at : row.next_attempt_at;
       const rank = 'id' in which ? which.rank : undefined;

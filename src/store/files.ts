@@ -1,4 +1,4 @@
-import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
+import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { ResultError } from '../domain/operations.js';
 import type { StoredFile } from '../domain/records.js';
 import { QueryTemplate } from './query-template.js';
@@ -126,6 +126,21 @@ function likeLiteral(text: string): string {
   return text.replace(/[!%_]/g, (char) => `!${char}`);
 }
 
+type VerdictRow = Pick<
+  Selectable<FilesTable>,
+  'id' | 'content_type' | 'findings' | 'creation_date'
+>;
+
+function reusable(row: VerdictRow | undefined): ReusableVerdict | null {
+  if (row === undefined || row.findings === null || row.content_type === null) return null;
+  return {
+    fileId: row.id,
+    receivedAt: row.creation_date,
+    contentType: row.content_type,
+    findings: JSON.parse(row.findings) as string[],
+  };
+}
+
 export class FileRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -139,14 +154,30 @@ export class FileRepository {
    * complete verdict for the same content, engines, signatures and categories. One index seek.
    */
   async findVerdict(verdictKey: string, since: string): Promise<ReusableVerdict | null> {
-    const row = (await findVerdict.execute(this.db, verdictKey, since)).rows[0];
-    if (row === undefined || row.findings === null || row.content_type === null) return null;
-    return {
-      fileId: row.id,
-      receivedAt: row.creation_date,
-      contentType: row.content_type,
-      findings: JSON.parse(row.findings) as string[],
-    };
+    return reusable((await findVerdict.execute(this.db, verdictKey, since)).rows[0]);
+  }
+
+  /**
+   * `findVerdict` for several keys at once (items scanned together), in their order: one statement
+   * on PostgreSQL (an index seek per key), one seek each on SQLite.
+   */
+  async findVerdicts(
+    keys: readonly string[],
+    since: string,
+  ): Promise<Array<ReusableVerdict | null>> {
+    if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
+      const found: Array<ReusableVerdict | null> = [];
+      for (const key of keys) found.push(await this.findVerdict(key, since));
+      return found;
+    }
+    const { rows } = await sql<VerdictRow & { verdict_key: string }>`
+      SELECT DISTINCT ON (verdict_key) verdict_key, id, content_type, findings, creation_date
+      FROM files
+      WHERE verdict_key = ANY(${[...keys]}::text[]) AND creation_date >= ${since}
+        AND findings IS NOT NULL
+      ORDER BY verdict_key, creation_date DESC`.execute(this.db);
+    const byKey = new Map(rows.map((row) => [row.verdict_key, row]));
+    return keys.map((key) => reusable(byKey.get(key)));
   }
 
   /** Another account's file reads as absent, so ids never leak across accounts. */

@@ -39,6 +39,9 @@ function toJob(row: Selectable<JobsTable>): Job {
 /** Leases read per look for ended ones (JobRepository.announceEndedLeases). */
 const LEASE_SWEEP_ROWS = 100;
 
+/** Jobs looked up at once for an announcement already waiting (JobRepository.redispatch). */
+const REDISPATCH_PAGE = 500;
+
 /** A job's rank counts its account's other jobs up to this many: the count stays cheap. */
 const RANK_LIMIT = 1000;
 
@@ -276,7 +279,7 @@ export class JobRepository {
    */
   async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
     if (stage !== undefined && this.db.getExecutor().adapter instanceof PostgresAdapter) {
-      return this.claimInOneStatement(id, now, leaseUntil, stage);
+      return (await this.claimMany([id], now, leaseUntil, stage)).get(id) ?? null;
     }
     const { rows } = await jobById.execute(this.db, id);
     const row = rows[0];
@@ -309,28 +312,37 @@ export class JobRepository {
   }
 
   /**
-   * `claim` as one round trip (PostgreSQL, a claim per delivered message): the row is updated only
-   * if it may be claimed now, and comes back with the error its last attempt left (which the claim
-   * clears). A concurrent claim makes PostgreSQL check the condition again on the row it committed,
-   * so only one of two claims gets the job.
+   * `claim` for several jobs of `stage` at once (the messages of one fetch): one statement on
+   * PostgreSQL, a claim each on SQLite. The jobs claimed, by id; one not claimable is left out.
+   * On PostgreSQL each row is updated only if it may be claimed now, and comes back with the error
+   * its last attempt left (which the claim clears); a concurrent claim makes PostgreSQL check the
+   * condition again on the row it committed, so only one of two claims gets a job.
    */
-  private async claimInOneStatement(
-    id: string,
+  async claimMany(
+    ids: readonly string[],
     now: string,
     leaseUntil: string,
     stage: JobStage,
-  ): Promise<Job | null> {
+  ): Promise<Map<string, Job>> {
+    const claimed = new Map<string, Job>();
+    if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
+      for (const id of ids) {
+        const job = await this.claim(id, now, leaseUntil, stage);
+        if (job !== null) claimed.set(id, job);
+      }
+      return claimed;
+    }
     const { rows } = await sql<Selectable<JobsTable> & { previous_error: string | null }>`
-      WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ${id})
+      WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ANY(${[...ids]}::text[]))
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
       FROM previous
       WHERE jobs.id = previous.id AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
       RETURNING jobs.*, previous.last_error AS previous_error`.execute(this.db);
-    const row = rows[0];
-    if (row === undefined) return null;
-    const { previous_error: lastError, ...job } = row;
-    return toJob({ ...job, last_error: lastError });
+    for (const { previous_error: lastError, ...row } of rows) {
+      claimed.set(row.id, toJob({ ...row, last_error: lastError }));
+    }
+    return claimed;
   }
 
   /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */
@@ -411,8 +423,30 @@ export class JobRepository {
       query = query.where('id', '=', which.id);
     }
     const rows = await query.orderBy('run_after').execute();
-    await this.announceRows(dispatch, rows, { dropHeld: false });
-    return rows.length;
+    if ('id' in which) {
+      await this.announceRows(dispatch, rows, { dropHeld: false });
+      return rows.length;
+    }
+    // At start: a backlog announced before is mostly waiting already (a worker that restarts would
+    // otherwise send every pending job again: two statements each). Asked in pages.
+    let announced = 0;
+    for (let from = 0; from < rows.length; from += REDISPATCH_PAGE) {
+      const page = rows.slice(from, from + REDISPATCH_PAGE);
+      const missing: typeof page = [];
+      for (const stage of new Set(page.map((row) => row.stage as JobStage))) {
+        const ofStage = page.filter((row) => row.stage === stage);
+        const waiting =
+          (await dispatch.waiting?.(
+            this.db,
+            stage,
+            ofStage.map((row) => row.id),
+          )) ?? new Set<string>();
+        missing.push(...ofStage.filter((row) => !waiting.has(row.id)));
+      }
+      await this.announceRows(dispatch, missing, { dropHeld: false });
+      announced += missing.length;
+    }
+    return announced;
   }
 
   /**

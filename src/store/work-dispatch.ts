@@ -36,6 +36,11 @@ export interface WorkDispatch {
    * their account's group until pg-boss finds their heartbeat stale.
    */
   dropHeld?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void>;
+  /**
+   * Which of these rows already have an announcement waiting to be delivered (announcing them
+   * again would change nothing): a worker's start then sends only what is missing, not its backlog.
+   */
+  waiting?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>>;
 }
 
 /**
