@@ -69,6 +69,16 @@ async function admin(statement: string): Promise<void> {
   }
 }
 
+async function adminRows<T>(statement: string, values: unknown[]): Promise<T[]> {
+  const client = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await client.connect();
+  try {
+    return (await client.query(statement, values)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * Transactions committed or rolled back in `database` so far (every statement outside a
  * transaction is one): its round trips' lower bound. PostgreSQL publishes them within a second.
@@ -109,6 +119,8 @@ async function logStatements(
   database: string,
 ): Promise<{ report(items: number): Promise<string> }> {
   await admin(`ALTER DATABASE ${database} SET log_statement = 'all'`);
+  // Where pg_stat_statements is loaded (by hand: shared_preload_libraries), the time each took too.
+  await admin('SELECT pg_stat_statements_reset()').catch(() => undefined);
   const from = statSync(POSTGRES_LOG).size;
   return {
     async report(items: number) {
@@ -124,9 +136,21 @@ async function logStatements(
         counts.set(kind, (counts.get(kind) ?? 0) + 1);
       }
       const rows = [...counts].sort((a, b) => b[1] - a[1]);
-      return rows
-        .map(([kind, n]) => `    ${(n / items).toFixed(2).padStart(6)}  ${kind}`)
-        .join('\n');
+      const lines = rows.map(([kind, n]) => `    ${(n / items).toFixed(2).padStart(6)}  ${kind}`);
+      const timed = await adminRows<{ ms: number; plan: number; calls: string; query: string }>(
+        `SELECT total_exec_time + total_plan_time AS ms, total_plan_time AS plan, calls, query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+         WHERE d.datname = $1 ORDER BY 1 DESC LIMIT 15`,
+        [database],
+      ).catch(() => []);
+      if (timed.length > 0) lines.push('    ms per item (planning), calls per item, statement:');
+      for (const row of timed) {
+        const perItem = (ms: number) => (ms / items).toFixed(3);
+        lines.push(
+          `    ${perItem(row.ms)} (${perItem(row.plan)}) ${(Number(row.calls) / items).toFixed(2)}  ${row.query.replace(/\s+/g, ' ').trim().slice(0, 80)}`,
+        );
+      }
+      return lines.join('\n');
     },
   };
 }

@@ -316,7 +316,9 @@ export class JobRepository {
    * PostgreSQL, a claim each on SQLite. The jobs claimed, by id; one not claimable is left out.
    * On PostgreSQL each row is updated only if it may be claimed now, and comes back with the error
    * its last attempt left (which the claim clears); a concurrent claim makes PostgreSQL check the
-   * condition again on the row it committed, so only one of two claims gets a job.
+   * condition again on the row it committed, so only one of two claims gets a job. (The ids are
+   * named on the updated table too: joined only through the CTE, PostgreSQL scanned every job, 2.6
+   * ms of its CPU per item with a backlog of 1000.)
    */
   async claimMany(
     ids: readonly string[],
@@ -337,7 +339,8 @@ export class JobRepository {
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
       FROM previous
-      WHERE jobs.id = previous.id AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
+      WHERE jobs.id = ANY(${[...ids]}::text[]) AND jobs.id = previous.id
+        AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
       RETURNING jobs.*, previous.last_error AS previous_error`.execute(this.db);
     for (const { previous_error: lastError, ...row } of rows) {
       claimed.set(row.id, toJob({ ...row, last_error: lastError }));
