@@ -2,6 +2,9 @@ import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Fetched, GroupFetches, Message } from './group-fetches.js';
 
+/** The longest a freed slot waits for others to free up before it is fetched for. */
+const FETCH_GATHER_MS = 5;
+
 /** A failed message is retried by pg-boss after its first retry delay (1 s): looked for then. */
 const FAILED_RETRY_LOOK_MS = 1_100;
 
@@ -53,6 +56,8 @@ export class QueuePoller {
   private retryLook: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private settling: Promise<void> = Promise.resolve();
+  /** A fetch for slots freed while others still run, gathering more (wakeGathered). */
+  private gatherTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly boss: PgBoss,
@@ -74,6 +79,27 @@ export class QueuePoller {
     if (this.stopped) return;
     this.wanted = true;
     if (!this.fetching && this.running.size < this.options.slots) void this.fetch();
+  }
+
+  /**
+   * Fetches for slots that freed up: at once when half of them are free (or all), else after
+   * FETCH_GATHER_MS, so that messages finishing one after another are completed, and the next ones
+   * fetched and claimed, several to a transaction instead of one each (issue 28).
+   */
+  private wakeGathered(): void {
+    const free = this.options.slots - this.running.size;
+    if (free * 2 >= this.options.slots || this.running.size === 0) {
+      clearTimeout(this.gatherTimer);
+      this.gatherTimer = undefined;
+      this.wake();
+      return;
+    }
+    if (this.gatherTimer !== undefined) return;
+    this.gatherTimer = setTimeout(() => {
+      this.gatherTimer = undefined;
+      this.wake();
+    }, FETCH_GATHER_MS);
+    this.gatherTimer.unref();
   }
 
   private async fetch(): Promise<void> {
@@ -167,7 +193,7 @@ export class QueuePoller {
       }
     }
     // A slot is free (and maybe a group's share): fetch if the last fetch says so, or if asked.
-    if (fetchNext) this.wake();
+    if (fetchNext) this.wakeGathered();
   }
 
   /** Completes every message finished since the last call, in one statement. */
@@ -209,6 +235,7 @@ export class QueuePoller {
   stopFetching(): void {
     this.stopped = true;
     clearTimeout(this.pollTimer);
+    clearTimeout(this.gatherTimer);
     clearTimeout(this.retryLook);
   }
 
