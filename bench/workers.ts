@@ -112,47 +112,58 @@ async function countResults(url: string): Promise<number> {
 const POSTGRES_LOG = process.env.BENCH_POSTGRES_LOG ?? '/var/log/postgresql/postgresql-15-main.log';
 
 /**
- * BENCH_STATEMENTS=1: logs every statement of `database`'s new sessions (the workers', started
- * next) and reports them per item, by their first words: where the drain's round trips go.
+ * BENCH_STATEMENTS=1: logs every statement of `database` (set before any session opens) and
+ * reports a phase's statements per item (or per second), by their first words, with the time each
+ * took where pg_stat_statements is loaded (by hand: shared_preload_libraries): where the round
+ * trips of the idle deployment, of the acceptance and of the drain go.
  */
-async function logStatements(
-  database: string,
-): Promise<{ report(items: number): Promise<string> }> {
-  await admin(`ALTER DATABASE ${database} SET log_statement = 'all'`);
-  // Where pg_stat_statements is loaded (by hand: shared_preload_libraries), the time each took too.
-  await admin('SELECT pg_stat_statements_reset()').catch(() => undefined);
-  const from = statSync(POSTGRES_LOG).size;
-  return {
-    async report(items: number) {
-      await admin(`ALTER DATABASE ${database} RESET log_statement`);
-      const text = readFileSync(POSTGRES_LOG, 'utf8').slice(from);
-      const counts = new Map<string, number>();
-      const marker = new RegExp(`@${database} LOG:  (?:statement|execute [^:]*): (.*)$`);
-      // A statement's further lines are the log's lines that start with a tab.
-      for (const line of text.replace(/\n\t/g, ' ').split('\n')) {
-        const statement = marker.exec(line)?.[1];
-        if (statement === undefined) continue;
-        const kind = statement.replace(/\s+/g, ' ').trim().slice(0, 90);
-        counts.set(kind, (counts.get(kind) ?? 0) + 1);
-      }
-      const rows = [...counts].sort((a, b) => b[1] - a[1]);
-      const lines = rows.map(([kind, n]) => `    ${(n / items).toFixed(2).padStart(6)}  ${kind}`);
-      const timed = await adminRows<{ ms: number; plan: number; calls: string; query: string }>(
-        `SELECT total_exec_time + total_plan_time AS ms, total_plan_time AS plan, calls, query
-         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-         WHERE d.datname = $1 ORDER BY 1 DESC LIMIT 15`,
-        [database],
-      ).catch(() => []);
-      if (timed.length > 0) lines.push('    ms per item (planning), calls per item, statement:');
-      for (const row of timed) {
-        const perItem = (ms: number) => (ms / items).toFixed(3);
-        lines.push(
-          `    ${perItem(row.ms)} (${perItem(row.plan)}) ${(Number(row.calls) / items).toFixed(2)}  ${row.query.replace(/\s+/g, ' ').trim().slice(0, 80)}`,
-        );
-      }
-      return lines.join('\n');
-    },
-  };
+class StatementLog {
+  private from = 0;
+
+  private constructor(private readonly database: string) {}
+
+  static async open(database: string): Promise<StatementLog> {
+    await admin(`ALTER DATABASE ${database} SET log_statement = 'all'`);
+    return new StatementLog(database);
+  }
+
+  /** A phase starts. */
+  async begin(): Promise<void> {
+    await admin('SELECT pg_stat_statements_reset()').catch(() => undefined);
+    this.from = statSync(POSTGRES_LOG).size;
+  }
+
+  /** What ran since `begin`, per `units` (items, or seconds). */
+  async report(title: string, units: number): Promise<string> {
+    const text = readFileSync(POSTGRES_LOG, 'utf8').slice(this.from);
+    const counts = new Map<string, number>();
+    const marker = new RegExp(`@${this.database} LOG:  (?:statement|execute [^:]*): (.*)$`);
+    // A statement's further lines are the log's lines that start with a tab.
+    for (const line of text.replace(/\n\t/g, ' ').split('\n')) {
+      const statement = marker.exec(line)?.[1];
+      if (statement === undefined) continue;
+      const kind = statement.replace(/\s+/g, ' ').trim().slice(0, 90);
+      counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    }
+    const rows = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 20);
+    const lines = [`  statements ${title}:`];
+    lines.push(...rows.map(([kind, n]) => `    ${(n / units).toFixed(2).padStart(6)}  ${kind}`));
+    const timed = await adminRows<{ ms: number; plan: number; calls: string; query: string }>(
+      `SELECT total_exec_time + total_plan_time AS ms, total_plan_time AS plan, calls, query
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+       WHERE d.datname = $1 ORDER BY 1 DESC LIMIT 12`,
+      [this.database],
+    ).catch(() => []);
+    if (timed.length > 0) lines.push('    ms (of it planning), calls, statement:');
+    for (const row of timed) {
+      const per = (ms: number) => (ms / units).toFixed(3);
+      const statement = row.query.replace(/\s+/g, ' ').trim().slice(0, 80);
+      lines.push(
+        `    ${per(row.ms)} (${per(row.plan)}) ${(Number(row.calls) / units).toFixed(2)}  ${statement}`,
+      );
+    }
+    return lines.join('\n');
+  }
 }
 
 export async function benchWorkers(socket: string, work: string, items: number): Promise<string[]> {
@@ -161,6 +172,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
   for (const workers of counts) {
     const name = `assay_bench_workers_${process.pid}_${workers}`;
     await admin(`CREATE DATABASE ${name}`);
+    const statements =
+      process.env.BENCH_STATEMENTS === '1' ? await StatementLog.open(name) : undefined;
     const database = `${SERVER}/${name}`;
     const spool = join(work, `workers-${workers}-spool`);
     mkdirSync(spool, { recursive: true });
@@ -191,9 +204,12 @@ export async function benchWorkers(socket: string, work: string, items: number):
       await new Promise((resolve) => setTimeout(resolve, settleSeconds * 1000));
       // A whole number of pg-boss's supervise passes (one a minute) by default.
       const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+      await statements?.begin();
       const idleBefore = await transactions(name);
       await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
       const idleRate = ((await transactions(name)) - idleBefore) / idleSeconds;
+      if (statements !== undefined)
+        console.log(await statements.report('per second idle', idleSeconds));
       for (const p of idle) {
         p.child.kill('SIGTERM');
         await new Promise((resolve) => p.child.once('exit', resolve));
@@ -205,6 +221,7 @@ export async function benchWorkers(socket: string, work: string, items: number):
       console.log(`  ${lines.at(-1)}`);
       // Accepting first, with no worker: the api's own rate and cost.
       const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
+      await statements?.begin();
       const acceptBegin = performance.now();
       await runConcurrently(items, 16, async () => {
         const form = new FormData();
@@ -218,9 +235,11 @@ export async function benchWorkers(socket: string, work: string, items: number):
         await response.arrayBuffer();
       });
       const accepted = (performance.now() - acceptBegin) / 1000;
+      if (statements !== undefined)
+        console.log(await statements.report('per item accepted', items));
       const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
       // Then the workers drain the queue: their rate and cost, and the database's.
-      const statements = process.env.BENCH_STATEMENTS === '1' ? await logStatements(name) : null;
+      await statements?.begin();
       const dbByProcessBefore = postgresCpuByProcess();
       const dbBefore = postgresCpuSeconds();
       const xactBefore = await transactions(name);
@@ -255,8 +274,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
           `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
-      if (statements !== null) {
-        console.log(await statements.report(items));
+      if (statements !== undefined) {
+        console.log(await statements.report('per item drained', items));
         for (const [process, seconds] of postgresCpuByProcess()) {
           const used = seconds - (dbByProcessBefore.get(process) ?? 0);
           if (used > 0) console.log(`    ${perItem(used).padStart(6)} ms  ${process}`);

@@ -229,9 +229,11 @@ export class JobRunner implements JobQueue {
     // Submissions arriving together share a transaction and its sync (GroupedCommits).
     await this.submissions.run(async (store) => {
       // The item's credit is taken with its job, or neither: refused when the balance is spent.
-      if (!(await store.accounts.takeCredit(job.accountId))) throw new BalanceSpentError();
-      await store.jobs.insert({ ...job, creditHeld: true });
-      await store.trace.append(job.id, received, job.creationDate);
+      const accepted = await store.jobs.accept(job, {
+        timestamp: job.creationDate,
+        message: received,
+      });
+      if (!accepted) throw new BalanceSpentError();
     });
     const stage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
     this.wakeFor(stage, job.accountId);

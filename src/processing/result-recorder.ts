@@ -6,7 +6,7 @@ import type {
   TraceEvent,
 } from '../domain/records.js';
 import { redactUrl } from '../outbound/target.js';
-import { GroupedCommits } from '../store/grouped-commits.js';
+import type { ResultRows } from '../store/results.js';
 import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
@@ -36,21 +36,34 @@ export interface Completion {
   verdictKey?: string | null;
 }
 
+interface Pending {
+  rows: ResultRows;
+  deliveries: CallbackDelivery[];
+  resolve: (recorded: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The most results one write carries. */
+const MAX_GROUP = 64;
+
 /**
  * Records a finished item at once: its result, its trace, its callback in the outbox, and the end
  * of its job. Either all of it is stored or none, so a crash never loses a callback or a job.
+ *
+ * Results finishing together (in the same turn of the event loop, or while the previous group is
+ * written) are written together: on PostgreSQL one statement for all of them, in a transaction
+ * only when callbacks go into the outbox with them. A group that fails is written again one item
+ * at a time, so one item's failure is its own.
  */
 export class ResultRecorder {
-  /** Results finishing together share a commit. */
-  private readonly commits: GroupedCommits;
+  private readonly pending: Pending[] = [];
+  private flushing = false;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly onCallbackQueued: () => void,
     private readonly events: ProcessingEvents = UNOBSERVED,
-  ) {
-    this.commits = new GroupedCommits(store);
-  }
+  ) {}
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
   async complete({
@@ -74,24 +87,67 @@ export class ResultRecorder {
           message: `callback to ${redactUrl(delivery.url)} not sent: its body of ${size} bytes is over the limit of ${MAX_CALLBACK_BODY_BYTES}`,
         });
     }
-    const recorded = await this.commits.run(async (store) => {
-      if (jobId !== undefined && !(await store.jobs.delete(jobId))) return false;
-      // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed
-      // download, content no engine could decide on, a job given up) costs nothing. The credit
-      // taken at acceptance is kept, or given back with the result, in this one transaction.
-      const due = (file.findings === null ? 0 : 1) - (creditHeld ? 1 : 0);
-      await store.results.record({
-        file,
-        verdictKey,
-        credits: -due,
-        events: [...events, ...refused],
-      });
-      for (const delivery of deliveries) await store.callbacks.enqueue(delivery);
-      return true;
+    // An item with a verdict costs one credit; one that ends in an error (no verdict: a failed
+    // download, content no engine could decide on, a job given up) costs nothing. The credit
+    // taken at acceptance is kept, or given back with the result, in the same write.
+    const due = (file.findings === null ? 0 : 1) - (creditHeld ? 1 : 0);
+    const rows: ResultRows = {
+      file,
+      ...(jobId === undefined ? {} : { jobId }),
+      verdictKey,
+      credits: -due,
+      events: [...events, ...refused],
+    };
+    const recorded = await new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ rows, deliveries, resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
     });
     if (recorded) this.events.itemRecorded(file.findings);
     if (recorded && deliveries.length > 0) this.onCallbackQueued();
     return recorded;
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const group = this.pending.splice(0, MAX_GROUP);
+      let recorded: boolean[];
+      try {
+        recorded = await this.write(group);
+      } catch (error) {
+        if (group.length === 1) {
+          group[0]?.reject(error);
+          continue;
+        }
+        for (const item of group) {
+          await this.write([item]).then(
+            ([one]) => item.resolve(one === true),
+            (failure: unknown) => item.reject(failure),
+          );
+        }
+        continue;
+      }
+      for (const [i, item] of group.entries()) item.resolve(recorded[i] === true);
+    }
+    this.flushing = false;
+  }
+
+  /** The group's results, and the callbacks of those written, in one transaction. */
+  private async write(group: readonly Pending[]): Promise<boolean[]> {
+    const rows = group.map((item) => item.rows);
+    if (group.every((item) => item.deliveries.length === 0)) {
+      return this.store.results.recordFinished(rows);
+    }
+    return this.store.transaction(async (store) => {
+      const recorded = await store.results.recordFinished(rows);
+      for (const [i, item] of group.entries()) {
+        if (!recorded[i]) continue;
+        for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
+      }
+      return recorded;
+    });
   }
 }
 

@@ -25,6 +25,8 @@ export class SpoolQuota {
   private readonly reservedByAccount = new Map<string, number>();
   /** Counts commits of this process: a store read that raced one is read again. */
   private commits = 0;
+  /** Each account's count being read now, and the commits counted when it started. */
+  private readonly reading = new Map<string, { commits: number; value: Promise<Committed> }>();
 
   constructor(
     private readonly jobs: JobRepository,
@@ -47,12 +49,25 @@ export class SpoolQuota {
     return { heldBytes: total, largestAccountBytes: largestAccount };
   }
 
-  /** The store's count, read again if a job of this process was committed during the read. */
+  /**
+   * The store's count, read again if a job of this process was committed during the read.
+   * Submissions of an account arriving while its count is being read share that read: with 16
+   * at once, one sum over the backlog each was the acceptance's costliest statement but one.
+   */
   async committed(accountId: string): Promise<Committed> {
     for (;;) {
-      const before = this.commits;
-      const committed = await this.jobs.spooledBytes(accountId);
-      if (before === this.commits) return committed;
+      let read = this.reading.get(accountId);
+      if (read === undefined) {
+        const started = { commits: this.commits, value: this.jobs.spooledBytes(accountId) };
+        this.reading.set(accountId, started);
+        const done = () => {
+          if (this.reading.get(accountId) === started) this.reading.delete(accountId);
+        };
+        started.value.then(done, done);
+        read = started;
+      }
+      const committed = await read.value;
+      if (read.commits === this.commits) return committed;
     }
   }
 

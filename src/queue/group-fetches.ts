@@ -68,10 +68,14 @@ export class GroupFetches {
     private readonly schema: string,
   ) {}
 
-  /** Completes `finished` and fetches up to `batchSize` messages of `queue`, in one transaction. */
+  /**
+   * Completes `finished` and fetches up to `batchSize` messages of `queue`, in one transaction.
+   * `lookDeferred`: a fetch likely to find nothing (an idle poller's) reads in the same round trip
+   * when the queue's next deferred message falls due; any other reads it only if it found nothing.
+   */
   async fetch(
     queue: string,
-    options: { batchSize: number; groupConcurrency: number },
+    options: { batchSize: number; groupConcurrency: number; lookDeferred: boolean },
     finished: Job<Message>[],
   ): Promise<Fetched> {
     const { table, policy } = await this.queueOf(queue);
@@ -104,21 +108,30 @@ export class GroupFetches {
     });
     const fetchAt = statements.length;
     statements.push(withLiterals(plan.text, (plan.values ?? []).map(integerLiteral)));
-    // When to look again should nothing be fetched, so that a message deferred by another process
-    // (a retry it sent, then died) is not left to the poll.
-    statements.push(
-      `SELECT (extract(epoch FROM min(start_after)) * 1000)::float8 AS at
-       FROM ${this.schema}.job WHERE name = ${textLiteral(queue)} AND state < 'active'
-         AND start_after > now()`,
-    );
-    const results = (await this.boss
-      .getDb()
-      .executeSql(statements.join(';\n'))) as unknown as Array<{
+    if (options.lookDeferred) statements.push(this.nextDeferredStatement(queue));
+    const db = this.boss.getDb();
+    const results = (await db.executeSql(statements.join(';\n'))) as unknown as Array<{
       rows: unknown[];
     }>;
     const jobs = (results[fetchAt]?.rows ?? []) as Job<Message>[];
-    const at = (results.at(-1)?.rows[0] as { at: number | null } | undefined)?.at ?? null;
-    return { jobs, nextDeferredAt: jobs.length > 0 || at === null ? null : Number(at) };
+    if (jobs.length > 0) return { jobs, nextDeferredAt: null };
+    const deferred = options.lookDeferred
+      ? results.at(-1)?.rows
+      : (await db.executeSql(this.nextDeferredStatement(queue))).rows;
+    const at = (deferred?.[0] as { at: number | null } | undefined)?.at ?? null;
+    return { jobs, nextDeferredAt: at === null ? null : Number(at) };
+  }
+
+  /**
+   * When the queue's next deferred message falls due, so that a message deferred by another
+   * process (a retry it sent, then died) is not left to the poll. Read with the fetch only when it
+   * is likely to find nothing: with a backlog, its scan of the waiting messages cost more than the
+   * fetch.
+   */
+  private nextDeferredStatement(queue: string): string {
+    return `SELECT (extract(epoch FROM min(start_after)) * 1000)::float8 AS at
+      FROM ${this.schema}.job WHERE name = ${textLiteral(queue)} AND state < 'active'
+        AND start_after > now()`;
   }
 
   private async queueOf(queue: string): Promise<{ table: string; policy: string }> {

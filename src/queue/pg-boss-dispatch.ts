@@ -130,6 +130,9 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       notifyHeartbeatIntervalMs: 60_000,
       // No flows (jobs that wait for others) here: their pass every 5 s only cost the database.
       flowIntervalSeconds: 3600,
+      // pg-boss's registry of instances is informational (the nodes Assay shows are its own
+      // heartbeats): refreshed every 2 minutes, not 30 s.
+      instanceHeartbeatSeconds: 120,
       schedule: false,
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
@@ -288,6 +291,44 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     // A deferred message sends no NOTIFY: this process's workers are woken when it falls due
     // (others find it at their next poll). A wake-up before the commit finds nothing; harmless.
     if (deferred) this.wakeAt(queue, at);
+  }
+
+  /**
+   * WorkDispatch: messages for rows that became due together (submissions accepted together), in
+   * one insert per queue: pg-boss's `send` is a statement each (0.6 ms of PostgreSQL's time per
+   * item, half of it planning). Moved announcements (`sooner`) are sent one at a time.
+   */
+  async sendMany(db: Kysely<Database>, works: readonly DueWork[]): Promise<void> {
+    const byQueue = new Map<string, DueWork[]>();
+    for (const work of works) {
+      if (work.sooner === true) {
+        await this.send(db, work);
+        continue;
+      }
+      const queue = queueOf(work.kind);
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), work]);
+    }
+    const now = Date.now();
+    for (const [queue, due] of byQueue) {
+      await this.boss.insert(
+        queue,
+        due.map((work) => {
+          const at = Date.parse(work.at);
+          return {
+            data: { id: work.id } satisfies Message,
+            singletonKey: work.id,
+            group: { id: work.accountId },
+            priority: -(work.rank ?? 0),
+            ...(at > now ? { startAfter: new Date(at) } : {}),
+          };
+        }),
+        { db: fromKysely(db) },
+      );
+      for (const work of due) {
+        const at = Date.parse(work.at);
+        if (at > now) this.wakeAt(queue, at);
+      }
+    }
   }
 
   /**

@@ -122,7 +122,11 @@ export class QueuePoller {
         try {
           fetched = await this.fetches.fetch(
             this.queue,
-            { batchSize: free, groupConcurrency: this.options.perGroup },
+            {
+              batchSize: free,
+              groupConcurrency: this.options.perGroup,
+              lookDeferred: this.running.size === 0,
+            },
             finished,
           );
         } catch (error) {

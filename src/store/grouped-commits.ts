@@ -45,11 +45,15 @@ export class GroupedCommits {
       }
       let results: unknown[];
       try {
-        results = await this.store.transaction(async (store) => {
-          const out: unknown[] = [];
-          for (const item of group) out.push(await item.work(store));
-          return out;
-        });
+        results = await this.store.transaction(
+          async (store) => {
+            const out: unknown[] = [];
+            for (const item of group) out.push(await item.work(store));
+            return out;
+          },
+          // The group's announcements (pg-boss messages) are one insert, not one each.
+          { gatherAnnouncements: true },
+        );
       } catch {
         for (const item of group) await this.alone(item);
         continue;

@@ -34,7 +34,7 @@ import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
 import { UserRepository } from './users.js';
-import type { WorkDispatch } from './work-dispatch.js';
+import { GatheredDispatch, type WorkDispatch } from './work-dispatch.js';
 
 /** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
 const migrations: Record<string, Migration> = {
@@ -106,12 +106,28 @@ export class Store {
     this.rateBuckets = new RateBucketRepository(db);
     this.engineVersions = new EngineVersionRepository(db);
     this.nodeHeartbeats = new NodeHeartbeatRepository(db);
-    this.results = new ResultRepository(db, this.files, this.accounts, this.trace);
+    this.results = new ResultRepository(db);
   }
 
-  /** Runs `work` in one transaction, with repositories bound to it. */
-  transaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => work(new Store(trx, undefined, this.dispatch)));
+  /**
+   * Runs `work` in one transaction, with repositories bound to it. `gatherAnnouncements`: the work
+   * due that it announces is sent together just before the commit (GatheredDispatch), not one
+   * statement each.
+   */
+  transaction<T>(
+    work: (store: Store) => Promise<T>,
+    { gatherAnnouncements = false }: { gatherAnnouncements?: boolean } = {},
+  ): Promise<T> {
+    const dispatch = this.dispatch;
+    if (!gatherAnnouncements || dispatch === undefined) {
+      return this.db.transaction().execute((trx) => work(new Store(trx, undefined, dispatch)));
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const gathered = new GatheredDispatch(dispatch);
+      const result = await work(new Store(trx, undefined, gathered));
+      await gathered.flush(trx);
+      return result;
+    });
   }
 
   /** The same database, announcing due work through `dispatch` (pg-boss on PostgreSQL). */

@@ -33,7 +33,7 @@ const eventsOf = (count: number): TraceEvent[] =>
     message: `event ${i}`,
   }));
 
-test('a result’s row, its whole trace in order and its charge are written together', async (t) => {
+test('results’ rows, their whole traces in order and their charges are written together, each only while its job is there', async (t) => {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
@@ -51,30 +51,62 @@ test('a result’s row, its whole trace in order and its charge are written toge
     callbackSecret: 'secret',
     active: true,
   });
-  // 5 events (one statement on PostgreSQL), 20 (past the templates), none charged, and an error.
+  // 5 events, 20, none charged, and an error: written together (one statement on PostgreSQL).
   const cases = [
     { id: '1'.repeat(32), findings: [], events: 5, credits: -1 },
     { id: '2'.repeat(32), findings: ['Win.Test.EICAR_HDB-1'], events: 20, credits: -1 },
     { id: '3'.repeat(32), findings: [], events: 3, credits: 0 },
     { id: '4'.repeat(32), findings: null, events: 1, credits: 1 },
   ];
-  for (const { id, findings, events, credits } of cases) {
-    await store.transaction((trx) =>
-      trx.results.record({
-        file: fileOf(id, findings),
-        verdictKey: findings === null ? null : `key-${id}`,
-        credits,
-        events: eventsOf(events),
-      }),
-    );
-  }
+  // Two finish jobs: one still there, one finished before (its result must not be written again).
+  const job = 'j'.repeat(32);
+  await store.jobs.insert({
+    id: job,
+    accountId: ACCOUNT,
+    apiKeyId: 'key',
+    apiVersion: 'v2.2',
+    kind: 'upload',
+    state: 'processing',
+    location: null,
+    spoolKey: job,
+    metadata: {},
+    callback: null,
+    attempts: 1,
+    runAfter: '2026-11-23T10:00:00.000Z',
+    creationDate: '2026-11-23T10:00:00.000Z',
+  });
+  const gone = '5'.repeat(32);
+  const written = await store.results.recordFinished([
+    ...cases.map(({ id, findings, events, credits }) => ({
+      file: fileOf(id, findings),
+      ...(id === '3'.repeat(32) ? { jobId: job } : {}),
+      verdictKey: findings === null ? null : `key-${id}`,
+      credits,
+      events: eventsOf(events),
+    })),
+    {
+      file: fileOf(gone, []),
+      jobId: 'g'.repeat(32),
+      verdictKey: null,
+      credits: -5,
+      events: eventsOf(2),
+    },
+  ]);
+  assert.deepEqual(written, [true, true, true, true, false]);
   for (const { id, findings, events } of cases) {
     assert.deepEqual(await store.files.findForAccount(ACCOUNT, id), fileOf(id, findings));
     assert.deepEqual(await store.trace.list(id), eventsOf(events), `the trace of ${id[0]}`);
   }
-  assert.equal((await store.accounts.find(ACCOUNT))?.balance, 99, '100 - 1 - 1 + 0 + 1');
+  assert.equal(await store.jobs.find(job), null, 'the job ends with its result');
+  assert.equal(await store.files.findForAccount(ACCOUNT, gone), null, 'nothing for a finished job');
+  assert.deepEqual(await store.trace.list(gone), []);
+  assert.equal((await store.accounts.find(ACCOUNT))?.balance, 99, '100 - 1 - 1 + 0 + 1, not - 5');
   const reused = await store.files.findVerdict(`key-${'2'.repeat(32)}`, '2026-01-01T00:00:00Z');
   assert.deepEqual(reused?.findings, ['Win.Test.EICAR_HDB-1'], 'stored under its verdict key');
+  const [again] = await store.results.recordFinished([
+    { file: fileOf('6'.repeat(32), []), jobId: job, verdictKey: null, credits: -1, events: [] },
+  ]);
+  assert.equal(again, false, 'a job finishes once');
 });
 
 test('ids are unique and in the order they were made; a token’s id takes nothing from the clock', async () => {
