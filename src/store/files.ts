@@ -1,6 +1,7 @@
 import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { ResultError } from '../domain/operations.js';
 import type { StoredFile } from '../domain/records.js';
+import { prepared } from './prepared.js';
 import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
 
@@ -170,7 +171,7 @@ export class FileRepository {
       for (const key of keys) found.push(await this.findVerdict(key, since));
       return found;
     }
-    const { rows } = await sql<VerdictRow & { verdict_key: string }>`
+    const { rows } = await sql<VerdictRow & { verdict_key: string }>`${prepared}
       SELECT DISTINCT ON (verdict_key) verdict_key, id, content_type, findings, creation_date
       FROM files
       WHERE verdict_key = ANY(${[...keys]}::text[]) AND creation_date >= ${since}

@@ -10,6 +10,7 @@ import {
   jobById,
   nextDueAfterAccount,
 } from './job-statements.js';
+import { prepared } from './prepared.js';
 import type { Database, JobsTable } from './schema.js';
 import { TraceRepository } from './trace-events.js';
 import { type DueWork, type WorkDispatch, withDispatch } from './work-dispatch.js';
@@ -117,7 +118,7 @@ export class JobRepository {
     const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
     return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
-        const { rows } = await sql<{ taken: number }>`
+        const { rows } = await sql<{ taken: number }>`${prepared}
           WITH credit AS (
             UPDATE accounts SET balance = balance - 1
             WHERE id = ${job.accountId} AND (enforce_balance = 0 OR balance >= 1)
@@ -395,7 +396,9 @@ export class JobRepository {
       }
       return claimed;
     }
-    const { rows } = await sql<Selectable<JobsTable> & { previous_error: string | null }>`
+    const { rows } = await sql<
+      Selectable<JobsTable> & { previous_error: string | null }
+    >`${prepared}
       WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ANY(${[...ids]}::text[]))
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL

@@ -3,6 +3,7 @@ import type { StoredFile, TraceEvent } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
 import { FileRepository } from './files.js';
 import { JobRepository } from './jobs.js';
+import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
 import { TraceRepository } from './trace-events.js';
 
@@ -27,7 +28,7 @@ export interface ResultRows {
  * worker spent on the store (issue 28).
  */
 function finishedItems(items: string, events: string) {
-  return sql<{ n: number }>`
+  return sql<{ n: number }>`${prepared}
     WITH input AS (
       SELECT * FROM json_to_recordset(${items}::json) AS r(
         n int, job_id text, id text, account_id text, api_key_id text, checksum text,
