@@ -86,8 +86,9 @@ export class VerdictCache {
     private readonly options: VerdictCacheOptions,
     private readonly logger: Logger,
   ) {
-    this.lookups = new GroupedLookups((keys) =>
-      store.files.findVerdicts(keys, new Date(Date.now() - options.ttlMs).toISOString()),
+    this.lookups = new GroupedLookups(
+      (keys) => store.files.findVerdicts(keys, new Date(Date.now() - options.ttlMs).toISOString()),
+      store.files.findsVerdictsTogether,
     );
   }
 

@@ -143,7 +143,12 @@ function reusable(row: VerdictRow | undefined): ReusableVerdict | null {
 }
 
 export class FileRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** Whether `findVerdicts` answers several keys in one statement (a round trip saved). */
+  readonly findsVerdictsTogether: boolean;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.findsVerdictsTogether = db.getExecutor().adapter instanceof PostgresAdapter;
+  }
 
   /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
   async insert(file: StoredFile, verdictKey: string | null = null): Promise<void> {
@@ -166,7 +171,7 @@ export class FileRepository {
     keys: readonly string[],
     since: string,
   ): Promise<Array<ReusableVerdict | null>> {
-    if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
+    if (!this.findsVerdictsTogether) {
       const found: Array<ReusableVerdict | null> = [];
       for (const key of keys) found.push(await this.findVerdict(key, since));
       return found;

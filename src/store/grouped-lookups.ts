@@ -16,9 +16,17 @@ export class GroupedLookups<K, V> {
   private readonly pending: Array<{ key: K } & Waiting<V>> = [];
   private flushing = false;
 
-  constructor(private readonly lookup: (keys: K[]) => Promise<V[]>) {}
+  /**
+   * @param grouped false: each lookup goes at once, alone (a store in the process, where a
+   * statement costs no round trip: waiting a turn of the event loop would only add latency).
+   */
+  constructor(
+    private readonly lookup: (keys: K[]) => Promise<V[]>,
+    private readonly grouped = true,
+  ) {}
 
   get(key: K): Promise<V> {
+    if (!this.grouped) return this.lookup([key]).then((values) => values[0] as V);
     return new Promise<V>((resolve, reject) => {
       this.pending.push({ key, resolve, reject });
       if (!this.flushing) {
