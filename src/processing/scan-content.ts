@@ -255,7 +255,7 @@ export class ContentScanner {
       if (error instanceof ClamdUnavailableError) {
         // A scan abandoned on purpose (its deadline passed) is not clamd's failure.
         if (!signal?.aborted) this.events.engineFailed('clamav');
-        throw new EngineUnavailableError('malware', error.message);
+        throw new EngineUnavailableError('malware', error.message, error.notReached);
       }
       // Without its type the item cannot go to the right engines: an outage, like clamd's.
       if (error instanceof ContentTypeUnavailableError) {

@@ -213,6 +213,41 @@ describe('ClamdClient against a scripted server', () => {
     });
   });
 
+  it('tells a clamd never reached (no socket, refused) from one that failed the content', async () => {
+    // A scan whose connection was never made cannot have been failed by its content: a job then
+    // waits for the engine instead of using an attempt, even if clamd is back by the probe.
+    const missing = new ClamdClient(
+      { kind: 'unix', path: join(dir, 'missing.sock') },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 600, sessions: 0 },
+    );
+    await assert.rejects(scan(missing, Buffer.from('hello')), (error: unknown) => {
+      assert.ok(error instanceof ClamdUnavailableError);
+      assert.equal(error.notReached, true, error.message);
+      return true;
+    });
+    const refusing = createServer();
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const address = refusing.address();
+    assert.ok(address !== null && typeof address === 'object');
+    await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    const refused = new ClamdClient(
+      { kind: 'tcp', host: '127.0.0.1', port: address.port },
+      { idleTimeoutMs: 300, verdictTimeoutMs: 600, sessions: 0 },
+    );
+    await assert.rejects(scan(refused, Buffer.from('hello')), (error: unknown) => {
+      assert.ok(error instanceof ClamdUnavailableError);
+      assert.equal(error.notReached, true, error.message);
+      return true;
+    });
+    // Reached, then dropped mid-stream: possibly the content's doing.
+    handler = (socket) => socket.destroy();
+    await assert.rejects(scan(client(), randomBytes(256 * 1024)), (error: unknown) => {
+      assert.ok(error instanceof ClamdUnavailableError);
+      assert.equal(error.notReached, false, error.message);
+      return true;
+    });
+  });
+
   it('rejects an unexpected reply', async () => {
     handler = (socket) => socket.end('UNKNOWN COMMAND\0');
     await assert.rejects(client().ping(), ClamdUnavailableError);

@@ -4,6 +4,18 @@ import type { ClamdAddress } from './clamd-client.js';
 /** clamd could not scan: unreachable, timed out, closed early, or answered with an error. */
 export class ClamdUnavailableError extends Error {
   override readonly name = 'ClamdUnavailableError';
+
+  /**
+   * @param notReached no connection to clamd was made (no socket, refused, or not within the
+   * connect timeout): the content never reached it, so it cannot be the content's doing.
+   */
+  constructor(
+    message: string,
+    options?: ErrorOptions,
+    readonly notReached = false,
+  ) {
+    super(message, options);
+  }
 }
 
 /** How long the client waits on clamd, per phase of a command. */
@@ -174,6 +186,8 @@ export class ClamdConnection {
             : this.ended
               ? `clamd over ${this.where} gave no verdict within ${this.verdictTimeoutMs} ms of the end of the stream`
               : `clamd over ${this.where} was idle for ${idleTimeoutMs} ms`,
+          undefined,
+          socket.connecting,
         ),
       );
     });
@@ -185,9 +199,12 @@ export class ClamdConnection {
     });
     socket.on('error', (error: NodeJS.ErrnoException) => {
       this.fail(
-        new ClamdUnavailableError(describeSocketError(error, this.where, this.sent), {
-          cause: error,
-        }),
+        new ClamdUnavailableError(
+          describeSocketError(error, this.where, this.sent),
+          { cause: error },
+          // A connection never made (clamd stopped or starting): nothing of the item reached it.
+          socket.connecting || error.code === 'ENOENT' || error.code === 'ECONNREFUSED',
+        ),
       );
     });
     socket.on('end', () => this.onClose());
