@@ -119,7 +119,17 @@ export class JobRunner implements JobQueue {
         }
       });
     this.deliveredClaims = { scan: claimDelivered('scan'), download: claimDelivered('download') };
-    this.submissions = new GroupedCommits(store, { durable: true });
+    this.submissions = new GroupedCommits(store, {
+      durable: true,
+      // A spent balance fails its group too: the others are then written alone, as expected.
+      onGroupFailed: (error, writes) => {
+        if (error instanceof BalanceSpentError) return;
+        logger.warn(
+          { err: error, writes },
+          'a group commit failed; its writes are tried one by one',
+        );
+      },
+    });
     this.loop = new WorkLoop(
       (woken) => this.tick(woken),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),

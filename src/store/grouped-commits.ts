@@ -21,9 +21,16 @@ export class GroupedCommits {
   private readonly pending: Pending[] = [];
   private flushing = false;
 
+  /**
+   * @param options.onGroupFailed told why a group's transaction failed (a dropped connection, one
+   * write's error) before its writes are tried one at a time.
+   */
   constructor(
     private readonly store: Store,
-    private readonly options: { durable?: boolean } = {},
+    private readonly options: {
+      durable?: boolean;
+      onGroupFailed?: (error: unknown, writes: number) => void;
+    } = {},
   ) {}
 
   run<T>(work: (store: Store) => Promise<T>): Promise<T> {
@@ -54,7 +61,8 @@ export class GroupedCommits {
           // The group's announcements (pg-boss messages) are one insert, not one each.
           { gatherAnnouncements: true },
         );
-      } catch {
+      } catch (error) {
+        this.options.onGroupFailed?.(error, group.length);
         for (const item of group) await this.alone(item);
         continue;
       }

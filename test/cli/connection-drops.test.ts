@@ -126,7 +126,13 @@ describe('connections dropped under load', {
 
     const lines = [...api.records, ...worker.records].map((record) => JSON.stringify(record));
     assert.ok(
-      lines.some((line) => /connection lost|pg-boss error|store failed|claim/.test(line)),
+      // The worker's per-item writes are single statements now, so most drops inside a
+      // transaction are the api's acceptances: a 503 logged as the database out of reach.
+      lines.some((line) =>
+        /connection lost|pg-boss error|store failed|claim|cannot reach its database|group commit failed/.test(
+          line,
+        ),
+      ),
       'the drops were logged',
     );
     assert.deepEqual(
