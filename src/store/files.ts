@@ -32,7 +32,7 @@ export interface ReusableVerdict {
 }
 
 /** A file's row as a statement's arguments, in the order `fileRowValues` reads them. */
-export type FileRowArguments = readonly [
+type FileRowArguments = readonly [
   id: string,
   accountId: string,
   apiKeyId: string,
@@ -48,9 +48,9 @@ export type FileRowArguments = readonly [
   verdictKey: string | null,
 ];
 
-export const FILE_ROW_ARGUMENTS = 13;
+const FILE_ROW_ARGUMENTS = 13;
 
-export function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowArguments {
+function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowArguments {
   return [
     file.id,
     file.accountId,
@@ -69,7 +69,7 @@ export function fileRowArguments(file: StoredFile, verdictKey: string | null): F
 }
 
 /** The values of a file's insert; arguments passed through untouched (QueryTemplate). */
-export function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
+function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
   const [id, accountId, apiKeyId, checksum, sha256, contentLength, contentType, findings] = row;
   const [, , , , , , , , metadata, callback, error, creationDate, verdictKey] = row;
   return {
