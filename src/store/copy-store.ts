@@ -18,6 +18,7 @@ const TABLES = [
   // By result, then in order: a result's events are contiguous, so each is decided once.
   { table: 'trace_events', key: ['file_id', 'seq'] },
   { table: 'jobs', key: ['id'] },
+  { table: 'job_contents', key: ['job_id'] },
   { table: 'callback_deliveries', key: ['id'] },
 ] as const satisfies ReadonlyArray<{ table: keyof Database; key: readonly string[] }>;
 

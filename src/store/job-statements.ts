@@ -1,8 +1,19 @@
+import type { Kysely } from 'kysely';
 import { QueryTemplate } from './query-template.js';
+import type { Database } from './schema.js';
+
+/** Whole job rows, with the content of a small upload kept in the store (null for the others). */
+export function withContent(db: Kysely<Database>) {
+  return db
+    .selectFrom('jobs')
+    .leftJoin('job_contents', 'job_contents.job_id', 'jobs.id')
+    .selectAll('jobs')
+    .select('job_contents.content');
+}
 
 // The due list's statements, run on every claim round: built once (QueryTemplate).
 export const jobById = new QueryTemplate(1, (db, id: string) =>
-  db.selectFrom('jobs').selectAll().where('id', '=', id),
+  withContent(db).where('jobs.id', '=', id),
 );
 export const claimUnchanged = new QueryTemplate(
   5,
@@ -17,13 +28,11 @@ export const claimUnchanged = new QueryTemplate(
 export const dueOfAccount = new QueryTemplate(
   4,
   (db, stage: string, accountId: string, now: string, limit: number) =>
-    db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('stage', '=', stage)
-      .where('account_id', '=', accountId)
-      .where('run_after', '<=', now)
-      .orderBy('run_after')
+    withContent(db)
+      .where('jobs.stage', '=', stage)
+      .where('jobs.account_id', '=', accountId)
+      .where('jobs.run_after', '<=', now)
+      .orderBy('jobs.run_after')
       .limit(limit),
 );
 export const nextDueAfterAccount = new QueryTemplate(

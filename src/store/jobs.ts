@@ -10,13 +10,17 @@ import {
   inFlightPerAccount,
   jobById,
   nextDueAfterAccount,
+  withContent,
 } from './job-statements.js';
 import { prepared } from './prepared.js';
 import type { Database, JobsTable } from './schema.js';
 import { TraceRepository } from './trace-events.js';
 import { type WorkDispatch, withDispatch } from './work-dispatch.js';
 
-function toJob(row: Selectable<JobsTable>): Job {
+/** A job's row with its content, if the store keeps it (job_contents). */
+type JobRow = Selectable<JobsTable> & { content: Buffer | null };
+
+function toJob(row: JobRow): Job {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -83,15 +87,20 @@ export class JobRepository {
           ),
           job AS (
             INSERT INTO jobs (id, account_id, api_key_id, api_version, kind, state, location,
-              spool_key, content, metadata, callback, attempts, run_after, creation_date, legacy,
+              spool_key, metadata, callback, attempts, run_after, creation_date, legacy,
               last_error, size, credit_held, stage)
             SELECT ${job.id}, ${job.accountId}, ${job.apiKeyId}, ${job.apiVersion}, ${job.kind},
               ${job.state}, ${job.location}::text, ${job.spoolKey}::text,
-              ${job.content ?? null}::bytea, ${JSON.stringify(job.metadata)},
+              ${JSON.stringify(job.metadata)},
               ${job.callback}::text, ${job.attempts}::int, ${job.runAfter}, ${job.creationDate},
               ${job.legacy ? JSON.stringify(job.legacy) : null}::text,
               ${job.lastError ?? null}::text, ${job.size ?? 0}::bigint, 1, ${stage}
             WHERE EXISTS (SELECT 1 FROM credit)
+          ),
+          content AS (
+            INSERT INTO job_contents (job_id, content)
+            SELECT ${job.id}, ${job.content ?? null}::bytea
+            WHERE ${job.content ?? null}::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM credit)
           ),
           received AS (
             INSERT INTO trace_events (file_id, timestamp, message)
@@ -123,7 +132,6 @@ export class JobRepository {
         state: job.state,
         location: job.location,
         spool_key: job.spoolKey,
-        content: job.content ?? null,
         metadata: JSON.stringify(job.metadata),
         callback: job.callback,
         attempts: job.attempts,
@@ -136,6 +144,12 @@ export class JobRepository {
         stage,
       })
       .execute();
+    if (job.content != null) {
+      await db
+        .insertInto('job_contents')
+        .values({ job_id: job.id, content: job.content })
+        .execute();
+    }
   }
 
   /** Bytes held in the spool by unfinished jobs: in all, and of one account. */
@@ -185,11 +199,9 @@ export class JobRepository {
   }
 
   async findForAccount(accountId: string, id: string): Promise<Job | null> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
+    const row = await withContent(this.db)
+      .where('jobs.id', '=', id)
+      .where('jobs.account_id', '=', accountId)
       .executeTakeFirst();
     return row ? toJob(row) : null;
   }
@@ -321,9 +333,31 @@ export class JobRepository {
     skip: (id: string) => boolean = () => false,
   ): Promise<Job[]> {
     const { rows } = await dueOfAccount.execute(this.db, stage, accountId, now, limit);
+    const due = rows.filter((row) => !skip(row.id));
+    if (this.db.isTransaction && !(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
+      // SQLite's transactions hold the write lock from their start (begin immediate): the rows
+      // just read cannot change before this update, which claims them all in one statement.
+      if (due.length === 0) return [];
+      await this.db
+        .updateTable('jobs')
+        .set((eb) => ({
+          state: 'processing',
+          attempts: eb('attempts', '+', 1),
+          run_after: leaseUntil,
+          last_error: null,
+        }))
+        .where(
+          'id',
+          'in',
+          due.map((row) => row.id),
+        )
+        .execute();
+      return due.map((row) =>
+        toJob({ ...row, state: 'processing', attempts: row.attempts + 1, run_after: leaseUntil }),
+      );
+    }
     const claimed: Job[] = [];
-    for (const row of rows) {
-      if (skip(row.id)) continue;
+    for (const row of due) {
       const job = await this.claimRow(row, leaseUntil);
       if (job !== null) claimed.push(job);
     }
@@ -353,16 +387,16 @@ export class JobRepository {
       }
       return claimed;
     }
-    const { rows } = await sql<
-      Selectable<JobsTable> & { previous_error: string | null }
-    >`${prepared}
+    const { rows } = await sql<JobRow & { previous_error: string | null }>`${prepared}
       WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ANY(${[...ids]}::text[]))
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
-      FROM previous
+      FROM previous LEFT JOIN job_contents ON job_contents.job_id = previous.id
       WHERE jobs.id = ANY(${[...ids]}::text[]) AND jobs.id = previous.id
         AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
-      RETURNING jobs.*, previous.last_error AS previous_error`.execute(this.db);
+      RETURNING jobs.*, job_contents.content, previous.last_error AS previous_error`.execute(
+      this.db,
+    );
     for (const { previous_error: lastError, ...row } of rows) {
       claimed.set(row.id, toJob({ ...row, last_error: lastError }));
     }
@@ -370,7 +404,7 @@ export class JobRepository {
   }
 
   /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */
-  private async claimRow(row: Selectable<JobsTable>, leaseUntil: string): Promise<Job | null> {
+  private async claimRow(row: JobRow, leaseUntil: string): Promise<Job | null> {
     const attempts = row.attempts + 1;
     // Unchanged since read (attempts and run_after): another worker did not claim it in between.
     const result = await claimUnchanged.execute(
@@ -448,11 +482,7 @@ export class JobRepository {
 
   /** The job's row as it is now (null once it is finished). */
   async find(id: string): Promise<Job | null> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+    const row = await withContent(this.db).where('jobs.id', '=', id).executeTakeFirst();
     return row === undefined ? null : toJob(row);
   }
 

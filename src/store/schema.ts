@@ -83,8 +83,12 @@ export interface JobsTable {
   credit_held: number;
   /** 'download' (a fetch not yet in the spool) or 'scan' (spooled content). */
   stage: string;
-  /** A small upload's content, kept in the row instead of the spool (then `spool_key` is null). */
-  content: Buffer | null;
+}
+
+/** A small upload's content, kept in the store instead of the spool (its job's `spool_key` is null). */
+export interface JobContentsTable {
+  job_id: string;
+  content: Buffer;
 }
 
 export interface TraceEventsTable {
@@ -205,6 +209,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   files: FilesTable;
   jobs: JobsTable;
+  job_contents: JobContentsTable;
   trace_events: TraceEventsTable;
   callback_deliveries: CallbackDeliveriesTable;
   tokens: TokensTable;

@@ -27,6 +27,7 @@ import * as operations from './migrations/0017-operations.js';
 import * as consolePages from './migrations/0018-console-pages.js';
 import * as jobContent from './migrations/0019-job-content.js';
 import * as callbackLanes from './migrations/0020-callback-lanes.js';
+import * as jobContents from './migrations/0021-job-contents.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '0018-console-pages': consolePages,
   '0019-job-content': jobContent,
   '0020-callback-lanes': callbackLanes,
+  '0021-job-contents': jobContents,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
