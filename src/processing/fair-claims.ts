@@ -43,20 +43,37 @@ export class FairClaims {
     running: (id: string) => boolean,
     start: (job: Job) => void,
   ): Promise<ClaimRound> {
+    // One transaction per round: its reads and claims commit once, not once per job claimed, and
+    // no other process's claim comes between a read and the claim it decides.
+    const claimed: Job[] = [];
+    const round = await this.store.transaction((store) =>
+      this.claimIn(store, stage, free, running, claimed),
+    );
+    for (const job of claimed) start(job);
+    return round;
+  }
+
+  private async claimIn(
+    store: Store,
+    stage: JobStage,
+    free: number,
+    running: (id: string) => boolean,
+    started: Job[],
+  ): Promise<ClaimRound> {
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + this.leaseMs).toISOString();
     const { perAccount } = this.limits[stage];
-    const held = await this.heldByAccount(stage, now);
+    const held = await this.heldByAccount(store, stage, now);
     const capped = this.capped[stage];
     capped.clear();
     // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
     const passed = new Set<string>();
     while (free > 0) {
       const last = this.lastAccount[stage];
-      let next = await this.store.jobs.nextDueAfter(stage, last, now);
+      let next = await store.jobs.nextDueAfter(stage, last, now);
       let alone = false;
       if (next === null && last !== '') {
-        next = await this.store.jobs.nextDueAfter(stage, '', now);
+        next = await store.jobs.nextDueAfter(stage, '', now);
         // The walk wrapped around to the account it served last: no other account has due jobs.
         alone = next?.accountId === last;
       }
@@ -72,16 +89,9 @@ export class FairClaims {
       const room = Math.min(free, perAccount - count);
       let claimed: Job[] = [];
       if (room > 0 && alone) {
-        claimed = await this.store.jobs.claimDue(
-          stage,
-          next.accountId,
-          now,
-          leaseUntil,
-          room,
-          running,
-        );
+        claimed = await store.jobs.claimDue(stage, next.accountId, now, leaseUntil, room, running);
       } else if (room > 0 && !running(next.id)) {
-        const job = await this.store.jobs.claim(next.id, now, leaseUntil);
+        const job = await store.jobs.claim(next.id, now, leaseUntil);
         if (job !== null) claimed = [job];
       }
       if (claimed.length === 0) {
@@ -91,7 +101,7 @@ export class FairClaims {
       passed.clear();
       held.set(next.accountId, count + claimed.length);
       free -= claimed.length;
-      for (const job of claimed) start(job);
+      started.push(...claimed);
       if (alone && count + claimed.length >= perAccount) {
         capped.add(next.accountId);
         if (free > 0) return 'capped';
@@ -109,11 +119,15 @@ export class FairClaims {
   }
 
   /** Per account, what counts toward its cap in `stage`, in every process sharing the store. */
-  private async heldByAccount(stage: JobStage, now: string): Promise<Map<string, number>> {
-    const held = await this.store.jobs.inFlightByAccount(stage, now);
+  private async heldByAccount(
+    store: Store,
+    stage: JobStage,
+    now: string,
+  ): Promise<Map<string, number>> {
+    const held = await store.jobs.inFlightByAccount(stage, now);
     if (stage === 'scan') return held;
     // Downloaded fetches waiting for their scan still hold spool space: the download cap counts them.
-    for (const [account, count] of await this.store.jobs.downloadedByAccount()) {
+    for (const [account, count] of await store.jobs.downloadedByAccount()) {
       held.set(account, (held.get(account) ?? 0) + count);
     }
     return held;
