@@ -1,6 +1,7 @@
 // Build step (npm run build): nsfwjs ships its MobileNetV2 model as base64 inside JavaScript
 // bundles, which take seconds to parse. This writes it out once as model.json and weights.bin
-// under dist/models/, from where each inference worker loads it in well under a second.
+// under dist/models/, from where each inference worker loads it in well under a second, and
+// converts it to ONNX (model.onnx) for onnxruntime.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -46,4 +47,16 @@ writeFileSync(
       { paths: ['weights.bin'], weights: model.weightsManifest.flatMap((group) => group.weights) },
     ],
   }),
+);
+
+// The same model for onnxruntime (ASSAY_NSFW_IMAGE_RUNTIME=onnx), converted by Assay's own code
+// (src/engines/nsfw-image/keras-to-onnx.ts, compiled by the build's tsc just before this).
+const { kerasToOnnx } = await import('../dist/engines/nsfw-image/keras-to-onnx.js');
+writeFileSync(
+  join(target, 'model.onnx'),
+  kerasToOnnx(
+    model.modelTopology,
+    model.weightsManifest.flatMap((group) => group.weights),
+    new Uint8Array(weights),
+  ),
 );

@@ -2,6 +2,7 @@
 
 import type { FindingsStyle, UnexaminedOutcome } from './engines/clamav/findings.js';
 import type { ClamdReloadMode } from './engines/clamav/managed-clamd.js';
+import type { ImageRuntime } from './engines/nsfw-image/classifier.js';
 import type { VerdictCacheMode } from './processing/verdict-cache.js';
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
@@ -61,7 +62,12 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | null;
   /** Which peers' X-Forwarded-* headers are believed (`http/proxy-trust.ts` applies it). */
   trustProxy: ProxyTrust;
-  nsfw: { imageThreshold: number; workers: number };
+  nsfw: {
+    imageThreshold: number;
+    imageRuntime: ImageRuntime;
+    imageThreads: number;
+    workers: number;
+  };
   /** v1.0: largest raw POST body in bytes (413 above it). */
   legacyMaxPostSize: number;
   /** v1.0: where its API lives; its path prefixes /api/scan. Null: /api/scan on this server. */

@@ -12,6 +12,7 @@ import type {
   RateLimitSetting,
 } from './config-shape.js';
 import { ROLES } from './config-shape.js';
+import { IMAGE_RUNTIMES } from './engines/nsfw-image/classifier.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import { SETTINGS, type SettingName } from './settings.js';
 import { parseS3Url } from './spool/s3-url.js';
@@ -343,6 +344,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     nsfw: {
       imageThreshold: decimal(env, 'ASSAY_NSFW_IMAGE_THRESHOLD', 1),
+      imageRuntime: oneOf(env, 'ASSAY_NSFW_IMAGE_RUNTIME', IMAGE_RUNTIMES),
+      imageThreads: integer(env, 'ASSAY_NSFW_IMAGE_THREADS', 1, 64),
       workers: integer(env, 'ASSAY_NSFW_WORKERS', 0, 64) || Math.min(availableParallelism(), 8),
     },
     legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),

@@ -91,6 +91,14 @@ export const SETTINGS = {
     default: '0.5',
     doc: 'Porn + Hentai probability from which an image is flagged (0-1).',
   },
+  ASSAY_NSFW_IMAGE_RUNTIME: {
+    default: 'onnx',
+    doc: 'What runs the image model: onnx (onnxruntime, native) or tfjs (TensorFlow.js on WASM, about 5 times slower).',
+  },
+  ASSAY_NSFW_IMAGE_THREADS: {
+    default: '1',
+    doc: 'Inference threads of each image worker (onnx); the workers (ASSAY_NSFW_WORKERS) bring the parallelism.',
+  },
   ASSAY_NSFW_WORKERS: {
     default: '0',
     doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8.',

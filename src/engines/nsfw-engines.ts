@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ContentEngine } from './engine.js';
 import { LazyEngine } from './lazy-engine.js';
+import type { ImageRuntime } from './nsfw-image/classifier.js';
 import { IMAGE_TYPES } from './nsfw-image/image-types.js';
 import { NsfwLanguageEngine } from './nsfw-language/engine.js';
 import { isExtractable } from './nsfw-language/extractable.js';
@@ -8,6 +9,10 @@ import { isExtractable } from './nsfw-language/extractable.js';
 export interface NsfwEngineSettings {
   /** Porn + Hentai probability at which an image is flagged. */
   imageThreshold: number;
+  /** What runs the image model. */
+  imageRuntime: ImageRuntime;
+  /** Inference threads of each image worker's model. */
+  imageThreads: number;
   /** Worker threads per engine. */
   workers: number;
 }
@@ -30,6 +35,8 @@ export function nsfwEngines(settings: NsfwEngineSettings, logger: Logger): Conte
         const { NsfwImageEngine } = await import('./nsfw-image/engine.js');
         return NsfwImageEngine.create({
           threshold: settings.imageThreshold,
+          runtime: settings.imageRuntime,
+          threads: settings.imageThreads,
           poolSize: settings.workers,
           maxBytes: IMAGE_MAX_BYTES,
           log,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
+import { IMAGE_RUNTIMES } from '../../src/engines/nsfw-image/classifier.js';
 import { NsfwImageEngine, NUDITY_FINDING } from '../../src/engines/nsfw-image/engine.js';
 import { packageRoot } from '../../src/paths.js';
 import { drawing, photoLike, pngBomb, screenshot } from '../helpers/images.js';
@@ -150,10 +151,13 @@ describe('nsfw-image engine', () => {
   test('without the model the engine does not start, and says why', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'assay-no-model-'));
     try {
-      await assert.rejects(
-        NsfwImageEngine.create({ poolSize: 1, modelDir: empty }),
-        /the NSFW image model is missing \(run npm run build\)/,
-      );
+      for (const runtime of IMAGE_RUNTIMES) {
+        await assert.rejects(
+          NsfwImageEngine.create({ poolSize: 1, modelDir: empty, runtime }),
+          /the NSFW image model is missing or broken \(run npm run build\)/,
+          runtime,
+        );
+      }
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

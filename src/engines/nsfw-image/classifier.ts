@@ -1,11 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
-import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import { load, type NSFWJS } from 'nsfwjs';
-import { MODEL_INPUT_SIZE } from './decode.js';
-
 /** nsfwjs's classes, each with its probability (they add up to 1). */
 export interface ClassScores {
   Drawing: number;
@@ -15,62 +7,34 @@ export interface ClassScores {
   Sexy: number;
 }
 
-interface ModelJson {
-  modelTopology: object;
-  weightsManifest: Array<{ paths: string[]; weights: tf.io.WeightsManifestEntry[] }>;
+/** The model's class order: its output's index of each class. */
+export const CLASS_NAMES = ['Drawing', 'Hentai', 'Neutral', 'Porn', 'Sexy'] as const;
+
+/** What runs the model: onnxruntime (native, the default) or TensorFlow.js on WASM. */
+export type ImageRuntime = 'onnx' | 'tfjs';
+
+export const IMAGE_RUNTIMES: readonly ImageRuntime[] = ['onnx', 'tfjs'];
+
+/** One copy of the model; one image at a time. */
+export interface ImageClassifier {
+  /** Class probabilities of MODEL_INPUT_SIZE² RGB pixels (decode.ts). */
+  classify(pixels: Uint8Array): Promise<ClassScores>;
 }
 
 /**
- * TensorFlow.js on its WASM backend, single-threaded: parallelism comes from the pool of workers,
- * one model each. Call once per thread.
+ * Loads the model built into `modelDir` on `runtime`, `threads` inference threads (onnx; tfjs's
+ * WASM backend runs on one). Each runtime is imported only when chosen: a worker of one never
+ * holds the other's library.
  */
-async function startWasmBackend(): Promise<void> {
-  const require = createRequire(import.meta.url);
-  const wasmFile = require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm');
-  setWasmPaths(`${dirname(wasmFile)}/`);
-  tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
-  if (!(await tf.setBackend('wasm')))
-    throw new Error('the TensorFlow.js WASM backend did not start');
-  await tf.ready();
-}
-
-/** nsfwjs's MobileNetV2, loaded from the files scripts/extract-nsfw-model.mjs writes at build time. */
-export class NsfwClassifier {
-  private constructor(private readonly model: NSFWJS) {}
-
-  static async load(modelDir: string): Promise<NsfwClassifier> {
-    await startWasmBackend();
-    let json: ModelJson;
-    let weights: Buffer;
-    try {
-      json = JSON.parse(await readFile(join(modelDir, 'model.json'), 'utf8')) as ModelJson;
-      weights = await readFile(join(modelDir, 'weights.bin'));
-    } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      throw new Error(`the NSFW image model is missing (run npm run build): ${why}`);
-    }
-    const artifacts: tf.io.ModelArtifacts = {
-      modelTopology: json.modelTopology,
-      weightSpecs: json.weightsManifest.flatMap((group) => group.weights),
-      weightData: new Uint8Array(weights).buffer,
-    };
-    const handler: tf.io.IOHandler = { load: async () => artifacts };
-    // nsfwjs hands its first argument to tf.loadLayersModel, which takes an IOHandler as well as
-    // a URL; its type declares only the URL.
-    const model = await load(handler as unknown as string, { size: MODEL_INPUT_SIZE });
-    return new NsfwClassifier(model);
+export async function loadClassifier(
+  runtime: ImageRuntime,
+  modelDir: string,
+  threads: number,
+): Promise<ImageClassifier> {
+  if (runtime === 'tfjs') {
+    const { TfjsClassifier } = await import('./tfjs-classifier.js');
+    return TfjsClassifier.load(modelDir);
   }
-
-  /** Class probabilities of MODEL_INPUT_SIZE² RGB pixels. Leaves no tensor behind. */
-  async classify(pixels: Uint8Array): Promise<ClassScores> {
-    const input = tf.tensor3d(pixels, [MODEL_INPUT_SIZE, MODEL_INPUT_SIZE, 3], 'int32');
-    try {
-      const predictions = await this.model.classify(input, 5);
-      const scores: ClassScores = { Drawing: 0, Hentai: 0, Neutral: 0, Porn: 0, Sexy: 0 };
-      for (const { className, probability } of predictions) scores[className] = probability;
-      return scores;
-    } finally {
-      input.dispose();
-    }
-  }
+  const { OnnxClassifier } = await import('./onnx-classifier.js');
+  return OnnxClassifier.load(modelDir, threads);
 }
