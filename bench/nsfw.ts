@@ -1,21 +1,18 @@
 /**
  * The NSFW engines on their own, in this process (no HTTP): image throughput and latency for
- * photo-like 1 and 2 MP JPEGs, decode and inference included; memory after 1,000 images; language
- * throughput on 10 MB of text.
+ * photo-like 1 and 2 MP JPEGs, decode and inference included, on both runtimes (onnx, tfjs) side
+ * by side; memory after 1,000 images; language throughput on 10 MB of text.
  */
-import { availableParallelism } from 'node:os';
-import { NsfwImageEngine } from '../src/engines/nsfw-image/engine.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ImageRuntime } from '../src/engines/nsfw-image/classifier.js';
 import { NsfwLanguageEngine } from '../src/engines/nsfw-language/engine.js';
 import { photoLike } from '../test/helpers/images.js';
-import { runConcurrently, summarise } from './stats.js';
 
 const MB = 1024 * 1024;
-const IMAGES = Number(process.env.BENCH_NSFW_IMAGES ?? 200);
-const MEMORY_IMAGES = Number(process.env.BENCH_NSFW_MEMORY_IMAGES ?? 1000);
-
-function rssMb(): number {
-  return process.memoryUsage().rss / MB;
-}
+export const MEMORY_IMAGES = Number(process.env.BENCH_NSFW_MEMORY_IMAGES ?? 1000);
 
 const signal = () => AbortSignal.timeout(120_000);
 
@@ -36,48 +33,61 @@ export async function photoSet(
   return { images, size: images.reduce((sum, image) => sum + image.length, 0) / images.length };
 }
 
+/** What one runtime's child process measured (bench/nsfw-image-child.ts). */
+export interface RuntimeFigures {
+  loadMs: number;
+  lines: string[];
+  p50OneAtATime: number;
+  perSecond: number;
+  rss: { before: number; warmed: number; after: number };
+  workers: number;
+}
+
+/**
+ * Both runtimes of the image engine side by side, each in a fresh process of its own (so that the
+ * memory figures are the runtime's, not what the other left behind), one worker per core, over the
+ * same photo-like JPEGs.
+ */
 export async function benchNsfwImage(): Promise<string[]> {
   const lines: string[] = [];
-  const workers = availableParallelism();
-  const started = performance.now();
-  const engine = await NsfwImageEngine.create({ poolSize: workers });
-  lines.push(
-    `model loaded in ${workers} workers (in parallel) in ${(performance.now() - started).toFixed(0)} ms`,
-  );
+  const dir = mkdtempSync(join(tmpdir(), 'assay-bench-images-'));
   try {
     for (const [label, width, height] of JPEG_SIZES) {
-      const { images, size } = await photoSet(width, height);
-      const examine = async (i: number) => {
-        const report = await engine.examine(
-          images[i % images.length] as Buffer,
-          'image/jpeg',
-          signal(),
-        );
-        if (report.findings.length > 0) throw new Error(`a neutral ${label} image was flagged`);
-      };
-      await runConcurrently(workers * 2, workers, examine); // warm-up
-      for (const concurrency of [1, workers]) {
-        const { latencies, seconds } = await runConcurrently(IMAGES, concurrency, examine);
-        const stats = summarise(latencies, seconds, size);
-        lines.push(
-          `${label} JPEG (${(size / 1024).toFixed(0)} KB), concurrency ${concurrency}: ` +
-            `${stats.perSecond.toFixed(1)} images/s, p50 ${stats.p50.toFixed(1)} ms, p99 ${stats.p99.toFixed(1)} ms`,
-        );
+      const { images } = await photoSet(width, height);
+      for (const [i, image] of images.entries()) {
+        writeFileSync(join(dir, `${label.replace(' ', '')}-${i}.jpg`), image);
       }
     }
-    const images = await Promise.all(
-      Array.from({ length: 8 }, (_, seed) => photoLike(1155, 866, seed)),
-    );
-    const before = rssMb();
-    await runConcurrently(MEMORY_IMAGES, workers, async (i) => {
-      await engine.examine(images[i % images.length] as Buffer, 'image/jpeg', signal());
-    });
-    lines.push(
-      `RSS (process and its workers) ${before.toFixed(0)} MB before ${MEMORY_IMAGES} more ` +
-        `1 MP images, ${rssMb().toFixed(0)} MB after`,
-    );
+    const figures: Partial<Record<ImageRuntime, RuntimeFigures>> = {};
+    for (const runtime of ['onnx', 'tfjs'] as const) {
+      const out = execFileSync(
+        process.execPath,
+        ['--import', 'tsx', 'bench/nsfw-image-child.ts', runtime, dir],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+      );
+      const measured = JSON.parse(out.trim().split('\n').pop() ?? '{}') as RuntimeFigures;
+      figures[runtime] = measured;
+      const { rss, workers } = measured;
+      lines.push(
+        `-- runtime ${runtime}: model loaded in its first worker in ${measured.loadMs.toFixed(0)} ms`,
+        ...measured.lines,
+        `RSS of the process and its ${workers} workers: ${rss.before.toFixed(0)} MB before the ` +
+          `engine, ${rss.warmed.toFixed(0)} MB warmed up, ${rss.after.toFixed(0)} MB after ` +
+          `${MEMORY_IMAGES} more 1 MP images (${((rss.after - rss.before) / workers).toFixed(0)} MB ` +
+          `per worker)`,
+      );
+    }
+    const { onnx, tfjs } = figures;
+    if (onnx !== undefined && tfjs !== undefined) {
+      lines.push(
+        `onnx against tfjs, 1 MP JPEG: p50 one at a time ${onnx.p50OneAtATime.toFixed(1)} ms ` +
+          `against ${tfjs.p50OneAtATime.toFixed(1)} ms; images/s at concurrency ${onnx.workers} ` +
+          `${(onnx.perSecond / tfjs.perSecond).toFixed(2)}x; RSS of the process and its workers ` +
+          `after the 1,000 images ${(onnx.rss.after / tfjs.rss.after).toFixed(2)}x of tfjs's`,
+      );
+    }
   } finally {
-    await engine.close();
+    rmSync(dir, { recursive: true, force: true });
   }
   return lines;
 }

@@ -1,5 +1,8 @@
 import sharp, { type Metadata } from 'sharp';
 
+// libvips's cache of operations (50 MB by default) never hits here: every image is new.
+sharp.cache(false);
+
 /** The model's input: a square of this many pixels a side, RGB. */
 export const MODEL_INPUT_SIZE = 224;
 

@@ -22,7 +22,10 @@ export class OnnxClassifier implements ImageClassifier {
         intraOpNumThreads: threads,
         interOpNumThreads: 1,
         executionMode: 'sequential',
+        // 'all' includes the layouts of onnxruntime's x86 kernels: twice the speed of 'extended'.
         graphOptimizationLevel: 'all',
+        // The arena keeps what inference once needed, about 20 MB a model more, for no speed.
+        enableCpuMemArena: false,
         // Warnings of its own would go to stderr, outside Assay's log.
         logSeverityLevel: 3,
       });
