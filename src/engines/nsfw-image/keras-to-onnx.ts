@@ -1,8 +1,13 @@
-import type { onnx as OnnxTypes } from 'onnx-proto';
-import onnxProto from 'onnx-proto';
-
-// onnx-proto is CommonJS: its namespace comes through the default export.
-const { onnx } = onnxProto;
+import {
+  convKernel,
+  depthwiseKernel,
+  dims4,
+  GraphBuilder,
+  int,
+  ints,
+  type OnnxTypes,
+  onnx,
+} from './onnx-graph.js';
 
 /**
  * Converts nsfwjs's MobileNetV2 (a Keras layers model as TensorFlow.js saves it: topology and
@@ -102,92 +107,6 @@ function axisPadding(size: number, kernel: number, stride: number, mode: string)
   const total = Math.max((out - 1) * stride + kernel - size, 0);
   const before = Math.floor(total / 2);
   return [before, total - before, out];
-}
-
-class GraphBuilder {
-  readonly nodes: OnnxTypes.INodeProto[] = [];
-  readonly initializers: OnnxTypes.ITensorProto[] = [];
-  private counter = 0;
-
-  fresh(base: string): string {
-    this.counter += 1;
-    return `${base}:${this.counter}`;
-  }
-
-  constant(name: string, dims: number[], values: Float32Array | number[]): string {
-    this.initializers.push({
-      name,
-      dims,
-      dataType: onnx.TensorProto.DataType.FLOAT,
-      rawData: new Uint8Array(Float32Array.from(values).buffer),
-    });
-    return name;
-  }
-
-  int64s(name: string, values: number[]): string {
-    const raw = new BigInt64Array(values.map((v) => BigInt(v)));
-    this.initializers.push({
-      name,
-      dims: [values.length],
-      dataType: onnx.TensorProto.DataType.INT64,
-      rawData: new Uint8Array(raw.buffer),
-    });
-    return name;
-  }
-
-  node(
-    opType: string,
-    inputs: string[],
-    output: string,
-    attributes: OnnxTypes.IAttributeProto[] = [],
-  ): string {
-    this.nodes.push({
-      opType,
-      input: inputs,
-      output: [output],
-      name: output,
-      attribute: attributes,
-    });
-    return output;
-  }
-}
-
-function ints(name: string, values: number[]): OnnxTypes.IAttributeProto {
-  return { name, type: onnx.AttributeProto.AttributeType.INTS, ints: values };
-}
-
-function int(name: string, value: number): OnnxTypes.IAttributeProto {
-  return { name, type: onnx.AttributeProto.AttributeType.INT, i: value };
-}
-
-function dims4(shape: number[]): [number, number, number, number] {
-  if (shape.length !== 4) throw new Error(`a kernel of shape ${JSON.stringify(shape)}`);
-  return shape as [number, number, number, number];
-}
-
-/** Keras's [kh, kw, in, out] kernel as ONNX's [out, in, kh, kw]. */
-function convKernel(kernel: Float32Array, shape: number[]): Float32Array {
-  const [kh, kw, cin, cout] = dims4(shape);
-  const out = new Float32Array(kernel.length);
-  for (let y = 0; y < kh; y++)
-    for (let x = 0; x < kw; x++)
-      for (let i = 0; i < cin; i++)
-        for (let o = 0; o < cout; o++)
-          out[((o * cin + i) * kh + y) * kw + x] = kernel[((y * kw + x) * cin + i) * cout + o] ?? 0;
-  return out;
-}
-
-/** Keras's depthwise [kh, kw, in, multiplier] kernel as ONNX's grouped [in * multiplier, 1, kh, kw]. */
-function depthwiseKernel(kernel: Float32Array, shape: number[]): Float32Array {
-  const [kh, kw, cin, mult] = dims4(shape);
-  const out = new Float32Array(kernel.length);
-  for (let y = 0; y < kh; y++)
-    for (let x = 0; x < kw; x++)
-      for (let i = 0; i < cin; i++)
-        for (let m = 0; m < mult; m++)
-          out[((i * mult + m) * kh + y) * kw + x] =
-            kernel[((y * kw + x) * cin + i) * mult + m] ?? 0;
-  return out;
 }
 
 /** Converts the model; returns the ONNX model's bytes. */
