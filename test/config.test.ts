@@ -32,6 +32,19 @@ describe('configuration from ASSAY_* variables', () => {
     assert.throws(() => loadConfig({ ASSAY_CLAMD_SELFCHECK: 'an hour' }), /ASSAY_CLAMD_SELFCHECK/);
   });
 
+  test("the image engine's runtime (onnx by default, or tfjs) and its threads", () => {
+    assert.equal(loadConfig({}).nsfw.imageRuntime, 'onnx');
+    assert.equal(loadConfig({}).nsfw.imageThreads, 1);
+    const set = loadConfig({ ASSAY_NSFW_IMAGE_RUNTIME: 'tfjs', ASSAY_NSFW_IMAGE_THREADS: '2' });
+    assert.equal(set.nsfw.imageRuntime, 'tfjs');
+    assert.equal(set.nsfw.imageThreads, 2);
+    assert.throws(
+      () => loadConfig({ ASSAY_NSFW_IMAGE_RUNTIME: 'gpu' }),
+      /ASSAY_NSFW_IMAGE_RUNTIME must be one of onnx, tfjs, got "gpu"/,
+    );
+    assert.throws(() => loadConfig({ ASSAY_NSFW_IMAGE_THREADS: '0' }), /ASSAY_NSFW_IMAGE_THREADS/);
+  });
+
   test('valid values are taken', () => {
     const config = loadConfig({
       ASSAY_PORT: '8080',

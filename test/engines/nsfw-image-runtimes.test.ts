@@ -47,12 +47,14 @@ async function corpus(): Promise<Array<[string, Buffer]>> {
 
 describe('nsfw-image on onnxruntime and on TensorFlow.js', () => {
   let onnx: ImageClassifier;
+  let onnxOnTwoThreads: ImageClassifier;
   let tfjs: ImageClassifier;
   let images: Array<[string, Buffer]>;
 
   before(async () => {
-    [onnx, tfjs, images] = await Promise.all([
+    [onnx, onnxOnTwoThreads, tfjs, images] = await Promise.all([
       loadClassifier('onnx', defaultModelDir(), 1),
+      loadClassifier('onnx', defaultModelDir(), 2),
       loadClassifier('tfjs', defaultModelDir(), 1),
       corpus(),
     ]);
@@ -69,6 +71,10 @@ describe('nsfw-image on onnxruntime and on TensorFlow.js', () => {
           difference <= 0.01,
           `${name}, ${className}: onnx ${native[className]}, tfjs ${wasm[className]}`,
         );
+      }
+      const threaded = await onnxOnTwoThreads.classify(pixels);
+      for (const className of CLASS_NAMES) {
+        assert.ok(Math.abs(native[className] - threaded[className]) < 1e-4, `${name}: 2 threads`);
       }
       const sum = CLASS_NAMES.reduce((total, className) => total + native[className], 0);
       assert.ok(Math.abs(sum - 1) < 1e-4, `${name}: the probabilities add up to ${sum}`);
