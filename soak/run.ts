@@ -1,0 +1,210 @@
+/**
+ * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--out DIR]`: Assay under a
+ * mixed load for N minutes (default 10) on loopback, sampled every 5 s, then checked (checks.ts);
+ * writes a report folder (report.ts) and exits 1 if a check failed. `embedded`: one process on
+ * SQLite; `scale-out`: 2 api processes and 2 workers on a PostgreSQL database of its own
+ * (created and dropped; ASSAY_SOAK_POSTGRES names the server) with a shared spool directory.
+ * A script, not a test: it takes minutes (docs/DEVELOPMENT.md).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { pino } from 'pino';
+import { startAssay } from '../bench/service-process.js';
+import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { checkOutcome, passed } from './checks.js';
+import { type LoadState, runLoad } from './load.js';
+import { latencyByKind, writeReport } from './report.js';
+import { metricValue, type Sample, type Sampled, takeSample } from './sampler.js';
+import { startContentHost, startReceiver } from './servers.js';
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '10' },
+    deployment: { type: 'string', default: 'embedded' },
+    out: { type: 'string' },
+  },
+});
+const minutes = Number(values.minutes);
+if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error('--minutes: a number of minutes, 0-1440');
+const deployment = values.deployment;
+if (deployment !== 'embedded' && deployment !== 'scale-out') {
+  throw new Error('--deployment: embedded or scale-out');
+}
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const out = resolve(values.out ?? join('soak-reports', `${deployment}-${stamp}`));
+mkdirSync(out, { recursive: true });
+
+const SERVER = process.env.ASSAY_SOAK_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
+const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
+const log = (line: string) =>
+  console.error(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+type Started = Awaited<ReturnType<typeof startAssay>> & { name: string };
+
+/** A second account with a key, made with the admin CLI against the deployment's store. */
+function secondAccount(env: Record<string, string>): string {
+  const admin = (args: string[]) =>
+    JSON.parse(
+      execFileSync(process.execPath, ['bin/assay.js', 'admin', ...args, '--json'], {
+        env: { ...process.env, ...env, ASSAY_LOG_LEVEL: 'silent' },
+      }).toString(),
+    ) as Record<string, string>;
+  const account = admin(['account', 'create', '--name', 'soak-second']);
+  const key = admin(['key', 'create', '--account', account.id ?? '']);
+  return `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}`;
+}
+
+async function main(): Promise<boolean> {
+  const clamdPath = findClamdBinary();
+  if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh installs it)');
+  const work = mkdtempSync(join(tmpdir(), 'assay-soak-'));
+  const clamd = new ManagedClamd({
+    dataDir: join(work, 'clamd'),
+    clamdPath,
+    maxFileSize: 100 * 1024 * 1024,
+    systemDatabaseDir: join(work, 'no-official-databases'),
+    logger: pino({ level: 'warn' }),
+  });
+  await clamd.start();
+  const socket = clamd.address.kind === 'unix' ? clamd.address.path : '';
+  const receiver = await startReceiver();
+  const host = await startContentHost();
+  const spoolDir = join(work, 'spool');
+  const database = `assay_soak_${randomBytes(6).toString('hex')}`;
+  const env: Record<string, string> = {
+    ASSAY_CALLBACK_RETRY_BASE_MS: '1000',
+    ASSAY_LOG_LEVEL: process.env.SOAK_LOG_LEVEL ?? 'error',
+    ASSAY_MAX_FILE_SIZE: String(32 * 1024 * 1024),
+  };
+  const processes: Started[] = [];
+  let databaseBytes = async () => statSync(join(work, 'data', 'assay.db')).size;
+  if (deployment === 'scale-out') {
+    const admin = new pg.Client(`${SERVER}/postgres`);
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.end();
+    env.ASSAY_DATABASE_URL = `${SERVER}/${database}`;
+    env.ASSAY_SPOOL_DIR = spoolDir;
+    const sizer = new pg.Pool({ connectionString: env.ASSAY_DATABASE_URL, max: 1 });
+    databaseBytes = async () =>
+      Number(
+        (await sizer.query('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0,
+      );
+  } else {
+    env.ASSAY_SPOOL_DIR = spoolDir;
+  }
+  const samples: Sample[] = [];
+  const state: LoadState = { requests: [], accepted: [], wrongAnswers: [], unexpected: [] };
+  let ok = false;
+  try {
+    const roles = deployment === 'scale-out' ? ['api', 'api', 'worker', 'worker'] : ['all'];
+    for (const [i, role] of roles.entries()) {
+      const dataDir = deployment === 'embedded' ? join(work, 'data') : join(work, `data-${i}`);
+      const started = await startAssay(socket, dataDir, { ...env, ASSAY_ROLE: role });
+      processes.push({ ...started, name: `${role} ${i}` });
+    }
+    const apiUrls = processes.filter((p) => !p.name.startsWith('worker')).map((p) => p.url);
+    const second = secondAccount({ ...env, ASSAY_DATA_DIR: join(work, 'data') });
+    log(`${deployment}: ${processes.length} processes; load for ${minutes} min; report in ${out}`);
+    const sampled: Sampled[] = processes.map((p) => ({
+      name: p.name,
+      pid: () => p.child.pid,
+      url: () => p.url,
+    }));
+    const sample = async () => {
+      const taken = await takeSample(sampled, spoolDir, databaseBytes);
+      samples.push(taken);
+      const rss = taken.processes.map((p) => `${p.name} ${p.rssMb.toFixed(0)} MB`).join(', ');
+      log(
+        `${state.requests.length} requests, ${state.accepted.length} accepted; RSS ${rss}; ` +
+          `due ${taken.jobsDue}, callbacks ${taken.callbacksPending}`,
+      );
+    };
+    await sample();
+    let stopped = false;
+    const sampler = (async () => {
+      while (!stopped) {
+        await sleep(5000);
+        await sample();
+      }
+    })();
+    const load = runLoad(
+      {
+        urls: apiUrls,
+        accounts: [AUTH, second],
+        callbackUrl: receiver.url,
+        contentUrl: host.url,
+      },
+      state,
+      () => stopped,
+    );
+    await sleep(minutes * 60_000);
+    stopped = true;
+    await Promise.all([load, sampler]);
+    log('load stopped; waiting for every result and callback');
+    const pending = async () => {
+      const page = await (await fetch(`${apiUrls[0]}/metrics`)).text();
+      return metricValue(page, 'assay_callbacks_pending');
+    };
+    const outcome = await checkOutcome(apiUrls[0] ?? '', state, receiver, 180_000, pending);
+    await sample();
+    ok = passed(outcome);
+    const rssLine = (name: string) => {
+      const of = samples.map((s) => s.processes.find((p) => p.name === name)?.rssMb ?? 0);
+      const warm = of[Math.min(of.length - 1, Math.ceil(of.length / 5))] ?? 0;
+      const end = of[of.length - 1] ?? 0;
+      return `| ${name} | ${(of[0] ?? 0).toFixed(0)} | ${warm.toFixed(0)} | ${end.toFixed(0)} | ${warm > 0 ? ((100 * (end - warm)) / warm).toFixed(0) : '-'}% |`;
+    };
+    const list = (items: string[]) =>
+      items.length === 0 ? '0' : `${items.length}: ${items.slice(0, 10).join('; ')}`;
+    const summary = [
+      `# Soak: ${deployment}, ${minutes} min`,
+      '',
+      `${ok ? 'PASS' : 'FAIL'}`,
+      '',
+      `- requests: ${state.requests.length}; items accepted (async, fetch): ${outcome.accepted}; results: ${outcome.results}`,
+      `- lost: ${list(outcome.lost)}`,
+      `- wrong verdicts of async items: ${list(outcome.wrongVerdicts)}`,
+      `- wrong synchronous answers: ${list(outcome.wrongAnswers)}`,
+      `- silent cleans (not scanned, came back []): ${list(outcome.silentCleans)}`,
+      `- callbacks with more than one delivery id: ${list(outcome.duplicatedDeliveries)}`,
+      `- callbacks never delivered: ${list(outcome.undelivered)}`,
+      `- unexpected answers (a 5xx but 503/507, no answer): ${list(outcome.unexpected)}`,
+      '',
+      '| kind | requests | p50 ms | p99 ms | statuses |',
+      '|---|---|---|---|---|',
+      ...latencyByKind(state.requests),
+      '',
+      'RSS, MB (warm: after the first fifth of the run)',
+      '',
+      '| process | start | warm | end | end vs warm |',
+      '|---|---|---|---|---|',
+      ...processes.map((p) => rssLine(p.name)),
+      '',
+    ].join('\n');
+    writeReport(out, samples, state.requests, summary);
+    console.log(summary);
+  } finally {
+    for (const p of processes) p.child.kill('SIGTERM');
+    await sleep(2000);
+    receiver.close();
+    host.close();
+    await clamd.stop();
+    if (deployment === 'scale-out') {
+      const cleanup = new pg.Client(`${SERVER}/postgres`);
+      await cleanup.connect().catch(() => {});
+      await cleanup.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
+      await cleanup.end().catch(() => {});
+    }
+    rmSync(work, { recursive: true, force: true });
+  }
+  return ok;
+}
+
+process.exitCode = (await main()) ? 0 : 1;
