@@ -47,7 +47,8 @@ export async function startAssay(
   dataDir: string,
   env: Record<string, string> = {},
 ): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
+  // A process started again takes its port back (ASSAY_PORT in `env`).
+  const port = env.ASSAY_PORT === undefined ? await freePort() : Number(env.ASSAY_PORT);
   // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
   const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, 'bin/assay.js', 'serve'], {

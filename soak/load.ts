@@ -37,6 +37,10 @@ export interface LoadState {
   wrongAnswers: string[];
   /** Answers no client should get: a 5xx other than 503/507, a refused connection, a bad body. */
   unexpected: string[];
+  /** The fault under way (chaos.ts), if any: a process killed cannot answer, so no answer is expected. */
+  fault: { name: string | null; killsProcesses: boolean };
+  /** Requests that got no answer while a process was down. */
+  unansweredDuringFaults: number;
 }
 
 export interface LoadTargets {
@@ -77,16 +81,21 @@ async function timed(
   const started = performance.now();
   let status = 0;
   let text = '';
+  let retryAfter: string | null = null;
   try {
     const response = await send();
     status = response.status;
+    retryAfter = response.headers.get('retry-after');
     text = await response.text();
   } catch (error) {
     text = String((error as Error).cause ?? error);
   }
   state.requests.push({ kind, status, ms: performance.now() - started, at: Date.now() });
-  // A part that is down answers 503 (or 507, the spool full): documented, and retried by clients.
-  if (status === 0 || (status >= 500 && status !== 503 && status !== 507)) {
+  // A part that is down answers 503 (or 507, the spool full; v1.0: 502) with Retry-After: what
+  // the API documents, and clients retry. A process that was killed answers nothing until back.
+  const outage = kind === 'v1.0' ? status === 502 : status === 503 || status === 507;
+  if (status === 0 && state.fault.killsProcesses) state.unansweredDuringFaults += 1;
+  else if (status === 0 || (status >= 500 && !(outage && retryAfter !== null))) {
     state.unexpected.push(`${kind}: ${status} ${text.slice(0, 200)}`);
   }
   return { status, text };
@@ -99,6 +108,7 @@ function verify(
   answer: { status: number; text: string },
   expected: Expected,
 ) {
+  if (answer.status === 0) return; // no answer: timed() judged it
   if (answer.status !== 201) {
     // An item that was not examined must not pass: a clear error, never a result.
     if (expected === 'flagged' || expected === 'clean') {

@@ -34,7 +34,15 @@ interface Series {
 const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2'];
 
 /** One panel of the chart: lines over time, with its axis labels. */
-function panel(title: string, unit: string, series: Series[], top: number, t0: number, t1: number) {
+function panel(
+  title: string,
+  unit: string,
+  series: Series[],
+  top: number,
+  t0: number,
+  t1: number,
+  marks: number[] = [],
+) {
   const width = 900;
   const height = 200;
   const left = 60;
@@ -49,6 +57,12 @@ function panel(title: string, unit: string, series: Series[], top: number, t0: n
     `<text x="4" y="${top + height}" font-size="11">0</text>`,
     `<text x="${width - 80}" y="${top + height + 14}" font-size="11">${((t1 - t0) / 60_000).toFixed(1)} min</text>`,
   ];
+  // The chaos's faults, where they began.
+  for (const at of marks) {
+    parts.push(
+      `<line x1="${x(at).toFixed(1)}" y1="${top}" x2="${x(at).toFixed(1)}" y2="${top + height}" stroke="#d62728" stroke-dasharray="4 3" opacity="0.6"/>`,
+    );
+  }
   series.forEach((s, i) => {
     const colour = COLOURS[i % COLOURS.length];
     const path = s.points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
@@ -60,7 +74,11 @@ function panel(title: string, unit: string, series: Series[], top: number, t0: n
   return parts.join('\n');
 }
 
-export function chartSvg(samples: Sample[], requests: RequestRecord[]): string {
+export function chartSvg(
+  samples: Sample[],
+  requests: RequestRecord[],
+  marks: number[] = [],
+): string {
   const t0 = samples[0]?.at ?? 0;
   const t1 = samples[samples.length - 1]?.at ?? t0 + 1;
   const names = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.name)))];
@@ -85,9 +103,9 @@ export function chartSvg(samples: Sample[], requests: RequestRecord[]): string {
   return [
     '<svg xmlns="http://www.w3.org/2000/svg" width="900" height="840" font-family="sans-serif">',
     '<rect width="100%" height="100%" fill="white"/>',
-    panel('RSS per process', 'MB', rss, 30, t0, t1),
-    panel('Request latency, every kind, per 10 s', 'ms', latency, 300, t0, t1),
-    panel('Queue depth', '', queue, 570, t0, t1),
+    panel('RSS per process (dashed: a fault of the chaos began)', 'MB', rss, 30, t0, t1, marks),
+    panel('Request latency, every kind, per 10 s', 'ms', latency, 300, t0, t1, marks),
+    panel('Queue depth', '', queue, 570, t0, t1, marks),
     '</svg>',
   ].join('\n');
 }
@@ -97,8 +115,9 @@ export function writeReport(
   samples: Sample[],
   requests: RequestRecord[],
   summary: string,
+  marks: number[] = [],
 ): void {
   writeFileSync(join(dir, 'samples.json'), JSON.stringify(samples, null, 1));
-  writeFileSync(join(dir, 'chart.svg'), chartSvg(samples, requests));
+  writeFileSync(join(dir, 'chart.svg'), chartSvg(samples, requests, marks));
   writeFileSync(join(dir, 'summary.md'), summary);
 }

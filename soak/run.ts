@@ -1,5 +1,5 @@
 /**
- * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--out DIR]`: Assay under a
+ * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--chaos] [--out DIR]`: Assay under a
  * mixed load for N minutes (default 10) on loopback, sampled every 5 s, then checked (checks.ts);
  * writes a report folder (report.ts) and exits 1 if a check failed. `embedded`: one process on
  * SQLite; `scale-out`: 2 api processes and 2 workers on a PostgreSQL database of its own
@@ -17,6 +17,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { startAssay } from '../bench/service-process.js';
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { type Fault, type FaultRecord, restartPostgres, runChaos } from './chaos.js';
 import { checkOutcome, passed } from './checks.js';
 import { type LoadState, runLoad } from './load.js';
 import { latencyByKind, writeReport } from './report.js';
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     minutes: { type: 'string', default: '10' },
     deployment: { type: 'string', default: 'embedded' },
     out: { type: 'string' },
+    chaos: { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -100,22 +102,47 @@ async function main(): Promise<boolean> {
     env.ASSAY_SPOOL_DIR = spoolDir;
   }
   const samples: Sample[] = [];
-  const state: LoadState = { requests: [], accepted: [], wrongAnswers: [], unexpected: [] };
+  const state: LoadState = {
+    requests: [],
+    accepted: [],
+    wrongAnswers: [],
+    unexpected: [],
+    fault: { name: null, killsProcesses: false },
+    unansweredDuringFaults: 0,
+  };
+  const faults: FaultRecord[] = [];
   let ok = false;
   try {
     const roles = deployment === 'scale-out' ? ['api', 'api', 'worker', 'worker'] : ['all'];
+    const dataDirOf = (i: number) =>
+      deployment === 'embedded' ? join(work, 'data') : join(work, `data-${i}`);
     for (const [i, role] of roles.entries()) {
-      const dataDir = deployment === 'embedded' ? join(work, 'data') : join(work, `data-${i}`);
-      const started = await startAssay(socket, dataDir, { ...env, ASSAY_ROLE: role });
+      const started = await startAssay(socket, dataDirOf(i), { ...env, ASSAY_ROLE: role });
       processes.push({ ...started, name: `${role} ${i}` });
     }
+    /** SIGKILLs these processes, then starts them again on their ports. */
+    const killAndRestart = async (indexes: number[]) => {
+      for (const i of indexes) processes[i]?.child.kill('SIGKILL');
+      await sleep(2000);
+      for (const i of indexes) {
+        const old = processes[i] as Started;
+        const port = new URL(old.url).port;
+        const role = roles[i] as string;
+        const again = await startAssay(socket, dataDirOf(i), {
+          ...env,
+          ASSAY_ROLE: role,
+          ASSAY_PORT: port,
+        });
+        processes[i] = { ...again, name: old.name };
+      }
+    };
     const apiUrls = processes.filter((p) => !p.name.startsWith('worker')).map((p) => p.url);
     const second = secondAccount({ ...env, ASSAY_DATA_DIR: join(work, 'data') });
     log(`${deployment}: ${processes.length} processes; load for ${minutes} min; report in ${out}`);
-    const sampled: Sampled[] = processes.map((p) => ({
+    const sampled: Sampled[] = processes.map((p, i) => ({
       name: p.name,
-      pid: () => p.child.pid,
-      url: () => p.url,
+      pid: () => processes[i]?.child.pid,
+      url: () => processes[i]?.url ?? p.url,
     }));
     const sample = async () => {
       const taken = await takeSample(sampled, spoolDir, databaseBytes);
@@ -144,17 +171,58 @@ async function main(): Promise<boolean> {
       state,
       () => stopped,
     );
-    await sleep(minutes * 60_000);
-    stopped = true;
-    await Promise.all([load, sampler]);
-    log('load stopped; waiting for every result and callback');
     const pending = async () => {
       const page = await (await fetch(`${apiUrls[0]}/metrics`)).text();
       return metricValue(page, 'assay_callbacks_pending');
     };
+    let chaos: Promise<void> = Promise.resolve();
+    if (values.chaos) {
+      const chaosFaults: Fault[] = [
+        {
+          name: 'clamd killed',
+          killsProcesses: false,
+          async run() {
+            if (clamd.pid !== undefined) process.kill(clamd.pid, 'SIGKILL');
+          },
+        },
+        {
+          name:
+            deployment === 'embedded'
+              ? 'the process SIGKILLed and started again'
+              : 'an api process and a worker SIGKILLed and started again',
+          killsProcesses: true,
+          run: () => killAndRestart(deployment === 'embedded' ? [0] : [0, 2]),
+        },
+        {
+          name: 'the callback receiver hanging for 30 s (recovered: its backlog of callbacks delivered)',
+          killsProcesses: false,
+          async run() {
+            receiver.hang = true;
+            await sleep(30_000);
+            receiver.hang = false;
+          },
+          // As many callbacks waiting as before the hang, give or take the load's own.
+          settled: async () => (await pending()) <= 20,
+        },
+        ...(deployment === 'scale-out' ? [restartPostgres(15_000)] : []),
+      ];
+      chaos = runChaos(
+        chaosFaults,
+        { urls: () => processes.map((p) => p.url), apiUrl: () => apiUrls[0] ?? '', auth: AUTH },
+        60_000,
+        () => stopped,
+        faults,
+        log,
+        state.fault,
+      );
+    }
+    await sleep(minutes * 60_000);
+    stopped = true;
+    await Promise.all([load, sampler, chaos]);
+    log('load stopped; waiting for every result and callback');
     const outcome = await checkOutcome(apiUrls[0] ?? '', state, receiver, 180_000, pending);
     await sample();
-    ok = passed(outcome);
+    ok = passed(outcome) && faults.every((f) => f.recoverMs >= 0);
     const rssLine = (name: string) => {
       const of = samples.map((s) => s.processes.find((p) => p.name === name)?.rssMb ?? 0);
       const warm = of[Math.min(of.length - 1, Math.ceil(of.length / 5))] ?? 0;
@@ -176,6 +244,18 @@ async function main(): Promise<boolean> {
       `- callbacks with more than one delivery id: ${list(outcome.duplicatedDeliveries)}`,
       `- callbacks never delivered: ${list(outcome.undelivered)}`,
       `- unexpected answers (a 5xx but 503/507, no answer): ${list(outcome.unexpected)}`,
+      `- requests without an answer while a process was down (killed by the chaos): ${state.unansweredDuringFaults}`,
+      ...(values.chaos
+        ? [
+            '',
+            '| fault | at (s) | lasted (s) | recovered after (ms) |',
+            '|---|---|---|---|',
+            ...faults.map(
+              (f) =>
+                `| ${f.name} | ${((f.startedAt - (samples[0]?.at ?? f.startedAt)) / 1000).toFixed(0)} | ${((f.endedAt - f.startedAt) / 1000).toFixed(1)} | ${f.recoverMs < 0 ? 'never' : f.recoverMs} |`,
+            ),
+          ]
+        : []),
       '',
       '| kind | requests | p50 ms | p99 ms | statuses |',
       '|---|---|---|---|---|',
@@ -188,7 +268,13 @@ async function main(): Promise<boolean> {
       ...processes.map((p) => rssLine(p.name)),
       '',
     ].join('\n');
-    writeReport(out, samples, state.requests, summary);
+    writeReport(
+      out,
+      samples,
+      state.requests,
+      summary,
+      faults.map((f) => f.startedAt),
+    );
     console.log(summary);
   } finally {
     for (const p of processes) p.child.kill('SIGTERM');
