@@ -80,6 +80,7 @@ export async function runChaos(
   log: (line: string) => void,
   active: { name: string | null; killsProcesses: boolean },
 ): Promise<void> {
+  if (faults.length === 0) return;
   for (let i = 0; !stopped(); i++) {
     await sleep(intervalMs / 2);
     if (stopped()) break;

@@ -1,5 +1,6 @@
 /**
- * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--chaos] [--out DIR]`: Assay under a
+ * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--chaos [--chaos-every S]
+ * [--faults clamd,processes,receiver,postgres]] [--out DIR]`: Assay under a
  * mixed load for N minutes (default 10) on loopback, sampled every 5 s, then checked (checks.ts);
  * writes a report folder (report.ts) and exits 1 if a check failed. `embedded`: one process on
  * SQLite; `scale-out`: 2 api processes and 2 workers on a PostgreSQL database of its own
@@ -30,8 +31,18 @@ const { values } = parseArgs({
     deployment: { type: 'string', default: 'embedded' },
     out: { type: 'string' },
     chaos: { type: 'boolean', default: false },
+    'chaos-every': { type: 'string', default: '60' },
+    faults: { type: 'string', default: 'clamd,processes,receiver,postgres' },
   },
 });
+const chaosEveryMs = Number(values['chaos-every']) * 1000;
+if (!(chaosEveryMs >= 5000)) throw new Error('--chaos-every: seconds between faults, at least 5');
+const FAULT_NAMES = ['clamd', 'processes', 'receiver', 'postgres'];
+const chosenFaults = (values.faults ?? '').split(',').filter(Boolean);
+for (const name of chosenFaults) {
+  if (!FAULT_NAMES.includes(name))
+    throw new Error(`--faults: ${name} is not one of ${FAULT_NAMES}`);
+}
 const minutes = Number(values.minutes);
 if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error('--minutes: a number of minutes, 0-1440');
 const deployment = values.deployment;
@@ -177,8 +188,9 @@ async function main(): Promise<boolean> {
     };
     let chaos: Promise<void> = Promise.resolve();
     if (values.chaos) {
-      const chaosFaults: Fault[] = [
+      const chaosFaults: Array<Fault & { key: string }> = [
         {
+          key: 'clamd',
           name: 'clamd killed',
           killsProcesses: false,
           async run() {
@@ -186,6 +198,7 @@ async function main(): Promise<boolean> {
           },
         },
         {
+          key: 'processes',
           name:
             deployment === 'embedded'
               ? 'the process SIGKILLed and started again'
@@ -194,6 +207,7 @@ async function main(): Promise<boolean> {
           run: () => killAndRestart(deployment === 'embedded' ? [0] : [0, 2]),
         },
         {
+          key: 'receiver',
           name: 'the callback receiver hanging for 30 s (recovered: its backlog of callbacks delivered)',
           killsProcesses: false,
           async run() {
@@ -204,12 +218,12 @@ async function main(): Promise<boolean> {
           // As many callbacks waiting as before the hang, give or take the load's own.
           settled: async () => (await pending()) <= 20,
         },
-        ...(deployment === 'scale-out' ? [restartPostgres(15_000)] : []),
+        ...(deployment === 'scale-out' ? [{ ...restartPostgres(15_000), key: 'postgres' }] : []),
       ];
       chaos = runChaos(
-        chaosFaults,
+        chaosFaults.filter((fault) => chosenFaults.includes(fault.key)),
         { urls: () => processes.map((p) => p.url), apiUrl: () => apiUrls[0] ?? '', auth: AUTH },
-        60_000,
+        chaosEveryMs,
         () => stopped,
         faults,
         log,
