@@ -23,8 +23,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { startOwnClamd } from './local-parts.js';
 import { startAssay } from './service-process.js';
 
 /** A load's measurements give up after this long ("> 120 s"). */
@@ -237,17 +236,8 @@ const loads: Array<[string, Load]> = [
 ];
 
 async function main(): Promise<void> {
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
   const work = mkdtempSync(join(tmpdir(), 'assay-fairness-'));
-  const managed = new ManagedClamd({
-    dataDir: join(work, 'clamd'),
-    clamdPath,
-    maxFileSize: 200 * 1024 * 1024,
-    logger: pino({ level: 'warn' }),
-  });
-  await managed.start();
-  const socket = managed.address.kind === 'unix' ? managed.address.path : '';
+  const { clamd: managed, socket } = await startOwnClamd(work, { maxFileSize: 200 * 1024 * 1024 });
   const only = process.env.FAIRNESS_ONLY?.split(',').map(Number);
   try {
     for (const [index, [name, load]] of loads.entries()) {

@@ -27,9 +27,8 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { pino } from 'pino';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { pngBomb } from '../test/helpers/images.js';
+import { startOwnClamd } from './local-parts.js';
 import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { percentile } from './stats.js';
 
@@ -278,17 +277,8 @@ async function normalTraffic(url: string, record: (kind: SampleKind, sample: Sam
 }
 
 async function main(): Promise<void> {
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
   const work = mkdtempSync(join(tmpdir(), 'assay-hostile-'));
-  const managed = new ManagedClamd({
-    dataDir: join(work, 'clamd'),
-    clamdPath,
-    maxFileSize: 200 * MB,
-    logger: pino({ level: 'warn' }),
-  });
-  await managed.start();
-  const socket = managed.address.kind === 'unix' ? managed.address.path : '';
+  const { clamd: managed, socket } = await startOwnClamd(work, { maxFileSize: 200 * MB });
   const dataDir = join(work, 'assay');
   const account = adminJson(dataDir, ['account', 'create', '--name', 'Hostile']);
   const key = adminJson(dataDir, ['key', 'create', '--account', account.id ?? '']);

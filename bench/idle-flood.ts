@@ -10,8 +10,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
+import { startOwnClamd } from './local-parts.js';
 import { startAssay } from './service-process.js';
 
 const PER_PROCESS = 10_000;
@@ -51,17 +50,8 @@ async function timed(what: () => Promise<Response>): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed: run ./setup.sh');
   const work = mkdtempSync(join(tmpdir(), 'assay-flood-'));
-  const managed = new ManagedClamd({
-    dataDir: join(work, 'clamd'),
-    clamdPath,
-    maxFileSize: 200 * 1024 * 1024,
-    logger: pino({ level: 'warn' }),
-  });
-  await managed.start();
-  const socket = managed.address.kind === 'unix' ? managed.address.path : '';
+  const { clamd: managed, socket } = await startOwnClamd(work, { maxFileSize: 200 * 1024 * 1024 });
   const assay = await startAssay(socket, join(work, 'assay'), {
     ASSAY_RATE_LIMIT: '100',
     ASSAY_RATE_BURST: '200',

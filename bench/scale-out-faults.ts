@@ -13,17 +13,15 @@
  * FAULTS=terminate,kill picks scenarios (default: all three). A script, not a test: it takes
  * minutes, and stopping PostgreSQL disturbs whatever else uses it.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pino } from 'pino';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { asyncUploadLoad, type Submitted } from '../test/helpers/async-load.js';
+import { postgresCtl, startOwnClamd } from './local-parts.js';
 import { startAssay } from './service-process.js';
 
 const SERVER = process.env.BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
@@ -183,18 +181,11 @@ async function underLoad(
 
 async function main(): Promise<void> {
   const faults = (process.env.FAULTS ?? 'stop,terminate,kill').split(',');
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed');
   const work = mkdtempSync(join(tmpdir(), 'assay-faults-'));
-  const clamd = new ManagedClamd({
-    dataDir: join(work, 'clamd'),
-    clamdPath,
+  const { clamd, socket } = await startOwnClamd(work, {
     maxFileSize: 100 * 1024 * 1024,
-    systemDatabaseDir: join(work, 'no-official-databases'),
-    logger: pino({ level: 'warn' }),
+    officialDatabases: false,
   });
-  await clamd.start();
-  const socket = clamd.address.kind === 'unix' ? clamd.address.path : '';
   const database = `assay_faults_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client(`${SERVER}/postgres`);
   await admin.connect();
@@ -215,20 +206,11 @@ async function main(): Promise<void> {
       (role === 'api' ? deployment.api : deployment.workers).push(started);
     }
     if (faults.includes('stop')) {
-      const cluster = readdirSync('/etc/postgresql')[0] ?? '';
-      const pgctl = (action: string) =>
-        execFileSync('pg_ctlcluster', [
-          '--skip-systemctl-redirect',
-          cluster,
-          'main',
-          action,
-          ...(action === 'stop' ? ['-m', 'fast'] : []),
-        ]);
       const outcome = await underLoad(deployment, receiver, 20, async () => {
         await sleep(10_000);
-        pgctl('stop');
+        postgresCtl('stop');
         await sleep(30_000);
-        pgctl('start');
+        postgresCtl('start');
         return waitFor(
           'ready after the restart',
           () => allReady([...deployment.api, ...deployment.workers]),

@@ -5,9 +5,8 @@
  * receiver hanging for 30 s. For each, how long until the deployment answered again: every process
  * ready and an upload scanned.
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { postgresCtl } from '../bench/local-parts.js';
 import { uploadForm } from '../test/helpers/content.js';
 
 export interface FaultRecord {
@@ -110,20 +109,11 @@ export function restartPostgres(downMs: number): Fault {
     name: `PostgreSQL stopped for ${downMs / 1000} s`,
     killsProcesses: false,
     async run() {
-      const cluster = readdirSync('/etc/postgresql')[0] ?? '';
-      const ctl = (action: string) =>
-        execFileSync('pg_ctlcluster', [
-          '--skip-systemctl-redirect',
-          cluster,
-          'main',
-          action,
-          ...(action === 'stop' ? ['-m', 'fast'] : []),
-        ]);
-      ctl('stop');
+      postgresCtl('stop');
       try {
         await sleep(downMs);
       } finally {
-        ctl('start');
+        postgresCtl('start');
       }
     },
   };

@@ -15,9 +15,8 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { pino } from 'pino';
+import { startOwnClamd } from '../bench/local-parts.js';
 import { startAssay } from '../bench/service-process.js';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { type Fault, type FaultRecord, restartPostgres, runChaos } from './chaos.js';
 import { checkOutcome, passed } from './checks.js';
 import { type LoadState, runLoad } from './load.js';
@@ -74,18 +73,11 @@ function secondAccount(env: Record<string, string>): string {
 }
 
 async function main(): Promise<boolean> {
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh installs it)');
   const work = mkdtempSync(join(tmpdir(), 'assay-soak-'));
-  const clamd = new ManagedClamd({
-    dataDir: join(work, 'clamd'),
-    clamdPath,
+  const { clamd, socket } = await startOwnClamd(work, {
     maxFileSize: 100 * 1024 * 1024,
-    systemDatabaseDir: join(work, 'no-official-databases'),
-    logger: pino({ level: 'warn' }),
+    officialDatabases: false,
   });
-  await clamd.start();
-  const socket = clamd.address.kind === 'unix' ? clamd.address.path : '';
   const receiver = await startReceiver();
   const host = await startContentHost();
   const spoolDir = join(work, 'spool');
