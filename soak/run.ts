@@ -89,6 +89,7 @@ async function main(): Promise<boolean> {
   };
   const processes: Started[] = [];
   let databaseBytes = async () => statSync(join(work, 'data', 'assay.db')).size;
+  let sizer: pg.Pool | undefined;
   if (deployment === 'scale-out') {
     const admin = new pg.Client(`${SERVER}/postgres`);
     await admin.connect();
@@ -96,10 +97,13 @@ async function main(): Promise<boolean> {
     await admin.end();
     env.ASSAY_DATABASE_URL = `${SERVER}/${database}`;
     env.ASSAY_SPOOL_DIR = spoolDir;
-    const sizer = new pg.Pool({ connectionString: env.ASSAY_DATABASE_URL, max: 1 });
+    sizer = new pg.Pool({ connectionString: env.ASSAY_DATABASE_URL, max: 1 });
+    // Its connection ends when PostgreSQL restarts (chaos) or the database is dropped: not fatal.
+    sizer.on('error', () => {});
+    const pool = sizer;
     databaseBytes = async () =>
       Number(
-        (await sizer.query('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0,
+        (await pool.query('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0,
       );
   } else {
     env.ASSAY_SPOOL_DIR = spoolDir;
@@ -288,6 +292,7 @@ async function main(): Promise<boolean> {
     receiver.close();
     host.close();
     await clamd.stop();
+    await sizer?.end().catch(() => {});
     if (deployment === 'scale-out') {
       const cleanup = new pg.Client(`${SERVER}/postgres`);
       await cleanup.connect().catch(() => {});
