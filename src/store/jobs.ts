@@ -321,8 +321,8 @@ export class JobRepository {
 
   /**
    * Claims up to `limit` of one account's jobs of `stage` that may be claimed by `now`, oldest
-   * first, skipping those `skip` names (running here). One index seek for the candidates, then a
-   * conditional update each: a job another worker claimed in between is left out.
+   * first, skipping those `skip` names (running here). One index seek for the candidates, then one
+   * conditional update: a job another worker claimed in between is left out.
    */
   async claimDue(
     stage: JobStage,
@@ -334,34 +334,32 @@ export class JobRepository {
   ): Promise<Job[]> {
     const { rows } = await dueOfAccount.execute(this.db, stage, accountId, now, limit);
     const due = rows.filter((row) => !skip(row.id));
-    if (this.db.isTransaction && !(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
-      // SQLite's transactions hold the write lock from their start (begin immediate): the rows
-      // just read cannot change before this update, which claims them all in one statement.
-      if (due.length === 0) return [];
-      await this.db
-        .updateTable('jobs')
-        .set((eb) => ({
-          state: 'processing',
-          attempts: eb('attempts', '+', 1),
-          run_after: leaseUntil,
-          last_error: null,
-        }))
-        .where(
-          'id',
-          'in',
-          due.map((row) => row.id),
-        )
-        .execute();
-      return due.map((row) =>
-        toJob({ ...row, state: 'processing', attempts: row.attempts + 1, run_after: leaseUntil }),
-      );
-    }
-    const claimed: Job[] = [];
-    for (const row of due) {
-      const job = await this.claimRow(row, leaseUntil);
-      if (job !== null) claimed.push(job);
-    }
-    return claimed;
+    if (due.length === 0) return [];
+    // One statement claims them all, each only if it may still be claimed now: in a claim round's
+    // transaction on SQLite (write lock held) every row read is; elsewhere one claimed meanwhile
+    // by another worker is left out.
+    const updated = await this.db
+      .updateTable('jobs')
+      .set((eb) => ({
+        state: 'processing',
+        attempts: eb('attempts', '+', 1),
+        run_after: leaseUntil,
+        last_error: null,
+      }))
+      .where(
+        'id',
+        'in',
+        due.map((row) => row.id),
+      )
+      .where('run_after', '<=', now)
+      .returning(['id', 'attempts'])
+      .execute();
+    const attempts = new Map(updated.map((row) => [row.id, row.attempts]));
+    return due.flatMap((row) => {
+      const counted = attempts.get(row.id);
+      if (counted === undefined) return [];
+      return [toJob({ ...row, state: 'processing', attempts: counted, run_after: leaseUntil })];
+    });
   }
 
   /**
