@@ -25,6 +25,19 @@ interface FileResult {
   error?: string | null;
 }
 
+/** The item's trace, one line: what a wrong verdict needs to be understood. */
+async function traceOf(url: string, item: Accepted): Promise<string> {
+  const response = await fetch(`${url}/v2.2/files/${item.id}/trace`, {
+    headers: { authorization: item.auth },
+  }).catch(() => null);
+  if (response?.status !== 200) {
+    await response?.arrayBuffer();
+    return `(no trace: ${response?.status ?? 'no answer'})`;
+  }
+  const { events } = (await response.json()) as { events: unknown[] };
+  return JSON.stringify(events);
+}
+
 async function resultOf(url: string, item: Accepted): Promise<FileResult | null> {
   const response = await fetch(`${url}/v2.2/files/${item.id}`, {
     headers: { authorization: item.auth },
@@ -83,10 +96,12 @@ export async function checkOutcome(
     if (item.expected === 'error' && !failed && findings.length === 0) {
       outcome.silentCleans.push(`${item.kind} ${item.id}: []`);
     } else if (item.expected === 'flagged' && findings.length === 0) {
-      outcome.wrongVerdicts.push(`${item.kind} ${item.id}: not flagged (${result.error ?? '[]'})`);
+      outcome.wrongVerdicts.push(
+        `${item.kind} ${item.id}: not flagged (${result.error ?? '[]'}); sent ${item.sent ?? '?'}; trace ${await traceOf(url, item)}`,
+      );
     } else if (item.expected === 'clean' && (findings.length > 0 || failed)) {
       outcome.wrongVerdicts.push(
-        `${item.kind} ${item.id}: ${findings.join(',')} ${result.error ?? ''}`,
+        `${item.kind} ${item.id}: ${findings.join(',')} ${result.error ?? ''}; sent ${item.sent ?? '?'}; trace ${await traceOf(url, item)}`,
       );
     }
   }

@@ -4,7 +4,7 @@
  * item whose result is promised (async uploads and fetches) with what its verdict must be, for the
  * checks at the end (checks.ts).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../src/engines/test-content.js';
 import { uploadForm } from '../test/helpers/content.js';
@@ -21,6 +21,8 @@ export interface Accepted {
   auth: string;
   callback: boolean;
   at: number;
+  /** What was sent (size and SHA-256), when the client knows it: for a wrong verdict's report. */
+  sent?: string;
 }
 
 export interface RequestRecord {
@@ -148,9 +150,26 @@ export async function runLoad(
   const url = (n: number) => targets.urls[n % targets.urls.length] as string;
   const auth = (n: number) => targets.accounts[n % targets.accounts.length] as string;
   const image = await photoLike(800, 600, 7);
-  const accept = (kind: string, text: string, n: number, expected: Expected, callback = false) => {
+  const accept = (
+    kind: string,
+    text: string,
+    n: number,
+    expected: Expected,
+    callback = false,
+    sent?: Buffer,
+  ) => {
     const { id } = JSON.parse(text) as { id: string };
-    state.accepted.push({ id, kind, expected, auth: auth(n), callback, at: Date.now() });
+    state.accepted.push({
+      id,
+      kind,
+      expected,
+      auth: auth(n),
+      callback,
+      at: Date.now(),
+      ...(sent && {
+        sent: `${sent.length} bytes, sha256 ${createHash('sha256').update(sent).digest('hex')}`,
+      }),
+    });
   };
   const loops: Array<Promise<void>> = [
     // Sync uploads, 1 byte to 20 MB, one in six malware.
@@ -173,16 +192,17 @@ export async function runLoad(
       loop(stopped, 200, async (n) => {
         const i = n * 2 + client;
         const infected = i % 4 === 0;
+        const body = content(i, infected);
         const { status, text } = await timed(state, 'async', () =>
           fetch(`${url(i)}/v2.2/files/async`, {
             method: 'POST',
             headers: { authorization: auth(i) },
-            body: uploadForm(content(i, infected), {
+            body: uploadForm(body, {
               callback: `${targets.callbackUrl}/item/${i}`,
             }),
           }),
         );
-        if (status === 202) accept('async', text, i, infected ? 'flagged' : 'clean', true);
+        if (status === 202) accept('async', text, i, infected ? 'flagged' : 'clean', true, body);
       }),
     ),
     // Fetches from the content server: some slow, some failing (those must end in an error).

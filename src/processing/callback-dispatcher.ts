@@ -20,6 +20,7 @@ import {
   retryDelayMs,
 } from './callback-destinations.js';
 import { type ProcessingEvents, UNOBSERVED } from './processing-events.js';
+import { untilStored } from './until-stored.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
@@ -91,6 +92,8 @@ export class CallbackDispatcher {
   private readonly loop: WorkLoop;
   private readonly destinations: DestinationGate;
   private readonly events: ProcessingEvents;
+  /** Aborted by stop(): writes the store refused stop being retried (their lease takes over). */
+  private readonly stopping = new AbortController();
 
   /** @param delivery where due deliveries come from; by default the outbox's due list (WorkLoop). */
   constructor(
@@ -134,6 +137,7 @@ export class CallbackDispatcher {
 
   /** Stops taking deliveries and waits (up to `graceMs`) for attempts under way. */
   async stop(graceMs: number): Promise<void> {
+    this.stopping.abort();
     await this.loop.stop();
     await this.delivery?.stopDelivering('callback');
     const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
@@ -214,7 +218,11 @@ export class CallbackDispatcher {
       const leaseUntil = new Date(now + CALLBACK_LEASE_MS).toISOString();
       claimed = await this.store.callbacks.claim(delivery, leaseUntil);
     } finally {
-      if (!claimed) await this.destinations.finish(laneOf(delivery), delivery.id, 'neutral', now);
+      if (!claimed) {
+        await this.stored('release a callback destination slot', delivery, () =>
+          this.destinations.finish(laneOf(delivery), delivery.id, 'neutral', now),
+        );
+      }
     }
     if (!claimed) return false;
     const attempt = this.attempt({ ...delivery, attempts: delivery.attempts + 1 })
@@ -258,7 +266,10 @@ export class CallbackDispatcher {
     );
   }
 
-  /** One attempt, then its record; never rejects (a failed write is logged, the lease retries). */
+  /**
+   * One attempt, then its record; never rejects. A write the store refuses is tried again until it
+   * is taken; only at shutdown is it left to the delivery's lease.
+   */
   private async attempt(delivery: CallbackDelivery): Promise<void> {
     const target = redactUrl(delivery.url);
     const attempted = await this.send(delivery);
@@ -268,38 +279,34 @@ export class CallbackDispatcher {
         : attempted.kind === 'failed'
           ? attempted.outcome
           : 'neutral';
-    let openUntil: number | null = null;
-    try {
-      const circuit = await this.destinations.finish(
-        laneOf(delivery),
-        delivery.id,
-        outcome,
-        Date.now(),
-      );
-      openUntil = circuit.openUntil;
-      if (circuit.opened && openUntil !== null) {
-        this.logger.warn(
-          {
-            account: delivery.accountId,
-            destination: delivery.destination,
-            until: new Date(openUntil).toISOString(),
-          },
-          'callback destination keeps failing: its deliveries wait',
-        );
-      }
-    } catch (error) {
-      this.logger.error({ err: error }, 'could not update the state of a callback destination');
-    }
-    try {
-      await this.record(delivery, target, attempted, openUntil);
-    } catch (error) {
-      // A failed write (a full disk, a locked database) must not end the loop. The delivery keeps
-      // its lease, so it is due again when the lease ends: at least once, never lost.
-      this.logger.error(
-        { err: error, delivery: delivery.id },
-        'could not record a callback attempt; the delivery is retried when its lease ends',
+    // Until the store takes them: an admission left held would keep its share of the lane and of
+    // the account for the delivery's lease (2 minutes), and an outcome not recorded would send the
+    // callback again when the lease ends.
+    const finished = await this.stored('update the state of a callback destination', delivery, () =>
+      this.destinations.finish(laneOf(delivery), delivery.id, outcome, Date.now()),
+    );
+    const circuit = finished.stored ? finished.value : null;
+    const openUntil = circuit?.openUntil ?? null;
+    if (circuit?.opened === true && openUntil !== null) {
+      this.logger.warn(
+        {
+          account: delivery.accountId,
+          destination: delivery.destination,
+          until: new Date(openUntil).toISOString(),
+        },
+        'callback destination keeps failing: its deliveries wait',
       );
     }
+    await this.record(delivery, target, attempted, openUntil);
+  }
+
+  /** A write retried until the store takes it, or this dispatcher stops (the lease takes over). */
+  private stored<T>(what: string, delivery: CallbackDelivery, write: () => Promise<T>) {
+    return untilStored(write, what, {
+      logger: this.logger,
+      stopping: this.stopping.signal,
+      fields: { delivery: delivery.id },
+    });
   }
 
   private async send(delivery: CallbackDelivery): Promise<Attempted> {
@@ -366,13 +373,18 @@ export class CallbackDispatcher {
     const prefix = `callback attempt ${delivery.attempts} to ${target}`;
     const now = Date.now();
     const at = new Date(now).toISOString();
-    if (attempted.kind === 'delivered') {
-      await this.store.callbacks.settle(delivery.id, { state: 'delivered', at, error: null });
-      this.events.callbackAttempted('delivered');
-      await this.store.trace.append(
-        delivery.fileId,
-        `${prefix}: delivered (HTTP ${attempted.status})`,
+    const settle = (outcome: Parameters<Store['callbacks']['settle']>[1]) =>
+      this.stored('record a callback attempt', delivery, () =>
+        this.store.callbacks.settle(delivery.id, outcome),
       );
+    const trace = (message: string) =>
+      this.stored('append to a trace', delivery, () =>
+        this.store.trace.append(delivery.fileId, message),
+      );
+    if (attempted.kind === 'delivered') {
+      await settle({ state: 'delivered', at, error: null });
+      this.events.callbackAttempted('delivered');
+      await trace(`${prefix}: delivered (HTTP ${attempted.status})`);
       return;
     }
     const { failure } = attempted;
@@ -384,23 +396,16 @@ export class CallbackDispatcher {
       attempted.kind === 'undeliverable' ||
       nextAttempt - Date.parse(delivery.creationDate) > this.options.maxAgeMs
     ) {
-      await this.store.callbacks.settle(delivery.id, { state: 'failed', at, error: failure });
+      await settle({ state: 'failed', at, error: failure });
       this.events.callbacksGivenUp(1);
-      await this.store.trace.append(delivery.fileId, `${prefix}: ${failure}; given up`);
+      await trace(`${prefix}: ${failure}; given up`);
       this.logger.warn({ delivery: delivery.id, target, failure }, 'callback given up');
       return;
     }
     const nextAttemptAt = new Date(nextAttempt).toISOString();
-    await this.store.callbacks.settle(delivery.id, {
-      state: 'pending',
-      nextAttemptAt,
-      error: failure,
-    });
+    await settle({ state: 'pending', nextAttemptAt, error: failure });
     const heldBack = nextAttempt > ownRetry ? ' (its destination keeps failing)' : '';
-    await this.store.trace.append(
-      delivery.fileId,
-      `${prefix}: ${failure}; next attempt at ${nextAttemptAt}${heldBack}`,
-    );
+    await trace(`${prefix}: ${failure}; next attempt at ${nextAttemptAt}${heldBack}`);
   }
 
   /** A trace line that must not stop the loop when it cannot be written. */

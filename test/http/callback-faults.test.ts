@@ -86,13 +86,13 @@ describe('callback faults', () => {
     assert.equal(receiver.requests.length, sent, 'nothing is sent once given up');
   });
 
-  test('a failed store write while recording an attempt is logged and deliveries go on', async (t) => {
+  test('a store write refused while recording an attempt is retried until taken; deliveries go on meanwhile', async (t) => {
     const { lines, logger } = capturedLogger();
     const svc = await buildService(t, env(), logger);
     const receiver = await startLocalServer((_request, response) => response.end());
     t.after(() => receiver.close());
     // Writes that fail as on a full disk: settling one delivery, and another one's trace line.
-    await failWrites(svc.store.db, [
+    const broken = await failWrites(svc.store.db, [
       {
         table: 'callback_deliveries',
         on: 'UPDATE',
@@ -106,7 +106,7 @@ describe('callback faults', () => {
       },
     ]);
 
-    await uploadWithCallback(svc, `${receiver.url}/broken-settle`);
+    const brokenSettle = await uploadWithCallback(svc, `${receiver.url}/broken-settle`);
     await receiver.waitFor(1, 10_000);
     const brokenTrace = await uploadWithCallback(svc, `${receiver.url}/broken-trace`);
     await receiver.waitFor(2, 10_000);
@@ -118,9 +118,31 @@ describe('callback faults', () => {
     );
     const [settled] = await svc.store.callbacks.listForFile(brokenTrace);
     assert.equal(settled?.state, 'delivered', 'the settle before the failed trace line holds');
-    const failures = lines.filter((line) => line.includes('could not record a callback attempt'));
+    const [unsettled] = await svc.store.callbacks.listForFile(brokenSettle);
+    assert.equal(unsettled?.state, 'pending', 'its outcome is not recorded yet');
+    // Each refused write is logged once, not once per try.
+    await sleep(1500);
+    const failures = lines.filter((line) =>
+      /could not (record a callback attempt|append to a trace)/.test(line),
+    );
     assert.equal(failures.length, 2, lines.join('\n'));
     assert.match(failures[0] ?? '', /injected write failure/);
     assert.equal((await fetch(`${svc.url}/health/live`)).status, 200);
+
+    // The store takes writes again: both outcomes are recorded within seconds, not at the end of
+    // the delivery's 2-minute lease, and neither callback is sent again.
+    await broken.heal();
+    await eventually('the held outcome to be recorded', async () => {
+      const [delivery] = await svc.store.callbacks.listForFile(brokenSettle);
+      return delivery?.state === 'delivered';
+    });
+    await eventually('the held trace line to be written', async () =>
+      (await traceMessages(svc.url, svc.auth, brokenTrace)).some((m) => /delivered/.test(m)),
+    );
+    assert.equal(receiver.requests.length, 3, 'each callback was sent once');
+    assert.ok(
+      lines.some((line) => /done once the store took it/.test(line)),
+      lines.join('\n'),
+    );
   });
 });
