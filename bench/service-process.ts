@@ -40,18 +40,21 @@ export function cpuSeconds(pid: number): number {
 
 /**
  * Starts `assay serve` on a free port against an external clamd (`socket`), with the key
- * `bench:bench-secret`, and waits until it is ready. `env` adds or overrides settings.
+ * `bench:bench-secret`, and waits until it is ready. `env` adds or overrides settings; `wrapper`
+ * prefixes the command (a command that execs it, as nsenter does: the child stays the service).
  */
 export async function startAssay(
   socket: string,
   dataDir: string,
   env: Record<string, string> = {},
+  wrapper: readonly string[] = [],
 ): Promise<{ url: string; child: ChildProcess }> {
   // A process started again takes its port back (ASSAY_PORT in `env`).
   const port = env.ASSAY_PORT === undefined ? await freePort() : Number(env.ASSAY_PORT);
   // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
   const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/assay.js', 'serve'], {
+  const command = [...wrapper, process.execPath, ...nodeArgs, 'bin/assay.js', 'serve'];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: {
       ...process.env,
       ASSAY_PORT: String(port),

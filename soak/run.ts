@@ -1,10 +1,12 @@
 /**
- * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--chaos [--chaos-every S]
- * [--faults clamd,processes,receiver,postgres]] [--out DIR]`: Assay under a
+ * `npm run soak -- [--minutes N] [--deployment embedded|scale-out] [--spool dir|s3]
+ * [--chaos [--chaos-every S] [--faults clamd,processes,receiver,postgres,disk,s3]] [--out DIR]`:
+ * Assay under a
  * mixed load for N minutes (default 10) on loopback, sampled every 5 s, then checked (checks.ts);
  * writes a report folder (report.ts) and exits 1 if a check failed. `embedded`: one process on
  * SQLite; `scale-out`: 2 api processes and 2 workers on a PostgreSQL database of its own
- * (created and dropped; ASSAY_SOAK_POSTGRES names the server) with a shared spool directory.
+ * (created and dropped; ASSAY_SOAK_POSTGRES names the server) with a shared spool: a directory (on
+ * a tmpfs of its own for the `disk` fault), or `--spool s3`, a bucket on the tests' S3 emulator.
  * A script, not a test: it takes minutes (docs/DEVELOPMENT.md).
  */
 import { execFileSync } from 'node:child_process';
@@ -23,20 +25,23 @@ import { type LoadState, runLoad } from './load.js';
 import { latencyByKind, writeReport } from './report.js';
 import { metricValue, type Sample, type Sampled, takeSample } from './sampler.js';
 import { startContentHost, startReceiver } from './servers.js';
+import { openSoakSpool } from './spool-faults.js';
 
 const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '10' },
     deployment: { type: 'string', default: 'embedded' },
+    spool: { type: 'string', default: 'dir' },
     out: { type: 'string' },
     chaos: { type: 'boolean', default: false },
     'chaos-every': { type: 'string', default: '60' },
-    faults: { type: 'string', default: 'clamd,processes,receiver,postgres' },
+    faults: { type: 'string', default: 'clamd,processes,receiver,postgres,disk,s3' },
   },
 });
 const chaosEveryMs = Number(values['chaos-every']) * 1000;
 if (!(chaosEveryMs >= 5000)) throw new Error('--chaos-every: seconds between faults, at least 5');
-const FAULT_NAMES = ['clamd', 'processes', 'receiver', 'postgres'];
+// postgres: scale-out only; disk: a spool directory; s3: an S3 spool (others are left out).
+const FAULT_NAMES = ['clamd', 'processes', 'receiver', 'postgres', 'disk', 's3'];
 const chosenFaults = (values.faults ?? '').split(',').filter(Boolean);
 for (const name of chosenFaults) {
   if (!FAULT_NAMES.includes(name))
@@ -48,10 +53,15 @@ const deployment = values.deployment;
 if (deployment !== 'embedded' && deployment !== 'scale-out') {
   throw new Error('--deployment: embedded or scale-out');
 }
+const spoolKind: 'dir' | 's3' =
+  values.spool === 's3' || values.spool === 'dir' ? values.spool : 'dir';
+if (values.spool !== spoolKind) throw new Error('--spool: dir or s3');
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const out = resolve(values.out ?? join('soak-reports', `${deployment}-${stamp}`));
 mkdirSync(out, { recursive: true });
 
+/** The spool's own filesystem, for the `disk` fault: room for the load's backlog, filled in it. */
+const SPOOL_TMPFS_BYTES = 1024 * 1024 * 1024;
 const SERVER = process.env.ASSAY_SOAK_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
 const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
 const log = (line: string) =>
@@ -80,12 +90,17 @@ async function main(): Promise<boolean> {
   });
   const receiver = await startReceiver();
   const host = await startContentHost();
-  const spoolDir = join(work, 'spool');
+  const spool = await openSoakSpool(
+    spoolKind,
+    join(work, 'spool'),
+    values.chaos && chosenFaults.includes('disk') ? SPOOL_TMPFS_BYTES : null,
+  );
   const database = `assay_soak_${randomBytes(6).toString('hex')}`;
   const env: Record<string, string> = {
     ASSAY_CALLBACK_RETRY_BASE_MS: '1000',
     ASSAY_LOG_LEVEL: process.env.SOAK_LOG_LEVEL ?? 'error',
     ASSAY_MAX_FILE_SIZE: String(32 * 1024 * 1024),
+    ...spool.env,
   };
   const processes: Started[] = [];
   let databaseBytes = async () => statSync(join(work, 'data', 'assay.db')).size;
@@ -96,7 +111,6 @@ async function main(): Promise<boolean> {
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.end();
     env.ASSAY_DATABASE_URL = `${SERVER}/${database}`;
-    env.ASSAY_SPOOL_DIR = spoolDir;
     sizer = new pg.Pool({ connectionString: env.ASSAY_DATABASE_URL, max: 1 });
     // Its connection ends when PostgreSQL restarts (chaos) or the database is dropped: not fatal.
     sizer.on('error', () => {});
@@ -105,8 +119,6 @@ async function main(): Promise<boolean> {
       Number(
         (await pool.query('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0,
       );
-  } else {
-    env.ASSAY_SPOOL_DIR = spoolDir;
   }
   const samples: Sample[] = [];
   const state: LoadState = {
@@ -124,7 +136,12 @@ async function main(): Promise<boolean> {
     const dataDirOf = (i: number) =>
       deployment === 'embedded' ? join(work, 'data') : join(work, `data-${i}`);
     for (const [i, role] of roles.entries()) {
-      const started = await startAssay(socket, dataDirOf(i), { ...env, ASSAY_ROLE: role });
+      const started = await startAssay(
+        socket,
+        dataDirOf(i),
+        { ...env, ASSAY_ROLE: role },
+        spool.wrapper,
+      );
       processes.push({ ...started, name: `${role} ${i}` });
     }
     /** SIGKILLs these processes, then starts them again on their ports. */
@@ -135,11 +152,12 @@ async function main(): Promise<boolean> {
         const old = processes[i] as Started;
         const port = new URL(old.url).port;
         const role = roles[i] as string;
-        const again = await startAssay(socket, dataDirOf(i), {
-          ...env,
-          ASSAY_ROLE: role,
-          ASSAY_PORT: port,
-        });
+        const again = await startAssay(
+          socket,
+          dataDirOf(i),
+          { ...env, ASSAY_ROLE: role, ASSAY_PORT: port },
+          spool.wrapper,
+        );
         processes[i] = { ...again, name: old.name };
       }
     };
@@ -152,7 +170,7 @@ async function main(): Promise<boolean> {
       url: () => processes[i]?.url ?? p.url,
     }));
     const sample = async () => {
-      const taken = await takeSample(sampled, spoolDir, databaseBytes);
+      const taken = await takeSample(sampled, () => spool.usage(), databaseBytes);
       samples.push(taken);
       const rss = taken.processes.map((p) => `${p.name} ${p.rssMb.toFixed(0)} MB`).join(', ');
       log(
@@ -215,6 +233,7 @@ async function main(): Promise<boolean> {
           settled: async () => (await pending()) <= 20,
         },
         ...(deployment === 'scale-out' ? [{ ...restartPostgres(15_000), key: 'postgres' }] : []),
+        ...(spool.fault === null ? [] : [spool.fault]),
       ];
       chaos = runChaos(
         chaosFaults.filter((fault) => chosenFaults.includes(fault.key)),
@@ -242,7 +261,7 @@ async function main(): Promise<boolean> {
     const list = (items: string[]) =>
       items.length === 0 ? '0' : `${items.length}: ${items.slice(0, 10).join('; ')}`;
     const summary = [
-      `# Soak: ${deployment}, ${minutes} min`,
+      `# Soak: ${deployment}, ${minutes} min, spool: ${spoolKind === 's3' ? 'S3' : 'directory'}`,
       '',
       `${ok ? 'PASS' : 'FAIL'}`,
       '',
@@ -292,6 +311,7 @@ async function main(): Promise<boolean> {
     receiver.close();
     host.close();
     await clamd.stop();
+    await spool.close();
     await sizer?.end().catch(() => {});
     if (deployment === 'scale-out') {
       const cleanup = new pg.Client(`${SERVER}/postgres`);

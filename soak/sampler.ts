@@ -49,7 +49,8 @@ export function metricValue(page: string, name: string): number {
   return sum;
 }
 
-function spoolUsage(dir: string): { files: number; bytes: number } {
+/** Files under `dir` and their bytes (a spool directory). */
+export function spoolUsage(dir: string): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;
   const walk = (path: string) => {
@@ -78,7 +79,7 @@ function spoolUsage(dir: string): { files: number; bytes: number } {
 
 export async function takeSample(
   processes: Sampled[],
-  spoolDir: string,
+  spoolUsage: () => Promise<{ files: number; bytes: number }>,
   databaseBytes: () => Promise<number>,
 ): Promise<Sample> {
   const sample: Sample = {
@@ -119,7 +120,7 @@ export async function takeSample(
     }
     sample.processes.push(entry);
   }
-  const spool = spoolUsage(spoolDir);
+  const spool = await spoolUsage().catch(() => ({ files: 0, bytes: 0 }));
   sample.spoolFiles = spool.files;
   sample.spoolMb = spool.bytes / (1024 * 1024);
   sample.databaseMb = (await databaseBytes().catch(() => 0)) / (1024 * 1024);
