@@ -116,4 +116,33 @@ describe('a refusal before the body is read', () => {
     assert.deepEqual(statusLines(closed), ['HTTP/1.1 401 Unauthorized'], closed);
     assert.match(closed, /connection: close/i);
   });
+
+  test('after a refusal to come back later (429: the spool quota), a body of megabytes is read and dropped: the client still sending it gets the answer', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_SPOOL_MAX_BYTES: String(1024 * 1024),
+    });
+    const form = multipartFile(randomContent(10 * 1024 * 1024));
+    const body = Buffer.concat([Buffer.from(form.before), form.content, Buffer.from(form.after)]);
+    const upload = rawRequest(
+      svc.url,
+      requestHead('POST', '/v2.2/files/async', {
+        authorization: svc.auth,
+        'content-type': form.contentType,
+        'content-length': body.length,
+      }),
+    );
+    const refused = await upload.answered();
+    assert.deepEqual(statusLines(refused), ['HTTP/1.1 429 Too Many Requests'], refused);
+    assert.match(refused, /retry-after: \d+/i);
+    assert.doesNotMatch(refused, /connection: close/i);
+    // Closed with megabytes unread, the connection would be reset under the client's writes.
+    upload.send(body);
+    upload.send('GET /health/live HTTP/1.1\r\nHost: assay\r\nConnection: close\r\n\r\n');
+    const { answer } = await upload.closed;
+    assert.deepEqual(
+      [...answer.matchAll(/HTTP\/1\.1 \d{3} [A-Za-z ]+/g)].map((match) => match[0]),
+      ['HTTP/1.1 429 Too Many Requests', 'HTTP/1.1 200 OK'],
+    );
+  });
 });

@@ -136,24 +136,41 @@ function routeTable(app: FastifyInstance): (path: string) => string[] | null {
 
 /** A body this small is read and dropped after a refusal (below), not cut off. */
 const DRAINED_BODY_MAX_BYTES = 64 * 1024;
+/**
+ * After a refusal to come back later (503, 507, 429: a part is down, the spool is full, a quota),
+ * a body of up to this many bytes is read and dropped too: the client is one to answer clearly, and
+ * an outage refuses every upload it sends, large ones included.
+ */
+const DRAINED_RETRYABLE_BODY_MAX_BYTES = 32 * 1024 * 1024;
+/** A body being dropped that has not ended after this long has its connection closed. */
+const DRAIN_DEADLINE_MS = 10_000;
+const RETRYABLE = new Set([429, 503, 507]);
 
 /**
  * Whether the rest of a refused request's body is read and dropped, keeping the connection,
  * rather than the connection closed. A connection closed with unread bytes in its receive buffer
  * is reset, and a client still writing its body then sees the reset (EPIPE), not the answer: 5
- * of about 70 refusals during a database outage (`npm run bench:faults`). Only a small body
- * (read or not yet) whose client sends it without waiting for 100 Continue.
+ * of about 70 refusals during a database outage (`npm run bench:faults`). Only a body of known length whose client sends it without waiting
+ * for 100 Continue: up to 64 KiB, or 32 MiB for a refusal to come back later; the connection
+ * closes if it has not ended within 10 s.
  */
-function drainsRest(request: FastifyRequest): boolean {
+function drainsRest(request: FastifyRequest, statusCode: number): boolean {
   const raw = request.raw;
   if (raw.headers.expect !== undefined) return false;
   const declared = raw.headers['content-length'];
   if (declared === undefined || !/^\d{1,9}$/.test(declared)) return false;
-  if (Number(declared) > DRAINED_BODY_MAX_BYTES) return false;
+  const limit = RETRYABLE.has(statusCode)
+    ? DRAINED_RETRYABLE_BODY_MAX_BYTES
+    : DRAINED_BODY_MAX_BYTES;
+  if (Number(declared) > limit) return false;
   // Also when a parser had begun on it (a multipart upload refused mid-way): it is let go of, and
   // the rest read and dropped, so the client is never reset while it still sends.
   raw.unpipe();
   raw.resume();
+  const deadline = setTimeout(() => raw.socket.destroy(), DRAIN_DEADLINE_MS);
+  deadline.unref();
+  raw.once('end', () => clearTimeout(deadline));
+  raw.once('close', () => clearTimeout(deadline));
   return true;
 }
 
@@ -175,9 +192,12 @@ export function clientErrorOf(
   } else if (known.statusCode >= 500) {
     request.log.warn({ err: error }, known.message);
   }
-  if (!request.raw.complete && !drainsRest(request)) reply.header('connection', 'close');
+  const statusCode = known?.statusCode ?? 500;
+  if (!request.raw.complete && !drainsRest(request, statusCode)) {
+    reply.header('connection', 'close');
+  }
   return {
-    statusCode: known?.statusCode ?? 500,
+    statusCode,
     message: known?.message ?? 'internal error',
     headers: known?.headers ?? {},
   };
