@@ -221,6 +221,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
       console.log(`  ${lines.at(-1)}`);
       // Accepting first, with no worker: the api's own rate and cost.
       const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
+      const acceptDbBefore = postgresCpuSeconds();
+      const acceptXactBefore = await transactions(name);
       await statements?.begin();
       const acceptBegin = performance.now();
       await runConcurrently(items, 16, async () => {
@@ -238,6 +240,10 @@ export async function benchWorkers(socket: string, work: string, items: number):
       if (statements !== undefined)
         console.log(await statements.report('per item accepted', items));
       const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
+      const acceptDbCpu = postgresCpuSeconds() - acceptDbBefore;
+      // PostgreSQL publishes a backend's counts within a second (as for the drain below).
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const acceptXacts = (await transactions(name)) - acceptXactBefore;
       // Then the workers drain the queue: their rate and cost, and the database's.
       await statements?.begin();
       const dbByProcessBefore = postgresCpuByProcess();
@@ -266,11 +272,14 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
       lines.push(
         `4 KB async on PostgreSQL: accepted by 1 api process at ${(items / accepted).toFixed(1)} ` +
-          `items/s (${perItem(apiCpu)} ms cpu each); drained by ${workers} worker ` +
+          `items/s (${perItem(apiCpu)} ms cpu each, postgres ${perItem(acceptDbCpu)} ms, ` +
+          `${(acceptXacts / items).toFixed(2)} transactions); drained by ${workers} worker ` +
           `process${workers > 1 ? 'es' : ''} at ${(items / seconds).toFixed(1)} items/s; ` +
           `cpu per item: workers ${perItem(workerCpu)} ms, postgres ` +
           `${perItem(dbCpu)} ms; ${(xacts / items).toFixed(1)} database transactions per item ` +
-          `(pg-boss's included); peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
+          `(pg-boss's included); in all, accepted and drained: ` +
+          `${perItem(apiCpu + acceptDbCpu + workerCpu + dbCpu)} ms of api, worker and postgres cpu ` +
+          `and ${((acceptXacts + xacts) / items).toFixed(1)} transactions per item; peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
           `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
