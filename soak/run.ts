@@ -10,17 +10,14 @@
  * A script, not a test: it takes minutes (docs/DEVELOPMENT.md).
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { startOwnClamd } from '../bench/local-parts.js';
-import { startAssay } from '../bench/service-process.js';
 import { type Fault, type FaultRecord, restartPostgres, runChaos } from './chaos.js';
 import { checkOutcome, passed } from './checks.js';
+import { type Deployment, type DeploymentKind, startDeployment } from './deployment.js';
 import { type LoadState, runLoad } from './load.js';
 import { latencyByKind, writeReport } from './report.js';
 import { metricValue, type Sample, type Sampled, takeSample } from './sampler.js';
@@ -49,10 +46,11 @@ for (const name of chosenFaults) {
 }
 const minutes = Number(values.minutes);
 if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error('--minutes: a number of minutes, 0-1440');
-const deployment = values.deployment;
-if (deployment !== 'embedded' && deployment !== 'scale-out') {
+const deploymentArg = values.deployment;
+if (deploymentArg !== 'embedded' && deploymentArg !== 'scale-out') {
   throw new Error('--deployment: embedded or scale-out');
 }
+const deployment: DeploymentKind = deploymentArg;
 const spoolKind: 'dir' | 's3' =
   values.spool === 's3' || values.spool === 'dir' ? values.spool : 'dir';
 if (values.spool !== spoolKind) throw new Error('--spool: dir or s3');
@@ -66,8 +64,6 @@ const SERVER = process.env.ASSAY_SOAK_POSTGRES ?? 'postgres://postgres@127.0.0.1
 const AUTH = `Basic ${Buffer.from('bench:bench-secret').toString('base64')}`;
 const log = (line: string) =>
   console.error(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}`);
-
-type Started = Awaited<ReturnType<typeof startAssay>> & { name: string };
 
 /** A second account with a key, made with the admin CLI against the deployment's store. */
 function secondAccount(env: Record<string, string>): string {
@@ -84,10 +80,6 @@ function secondAccount(env: Record<string, string>): string {
 
 async function main(): Promise<boolean> {
   const work = mkdtempSync(join(tmpdir(), 'assay-soak-'));
-  const { clamd, socket } = await startOwnClamd(work, {
-    maxFileSize: 100 * 1024 * 1024,
-    officialDatabases: false,
-  });
   const receiver = await startReceiver();
   const host = await startContentHost();
   const spool = await openSoakSpool(
@@ -95,31 +87,12 @@ async function main(): Promise<boolean> {
     join(work, 'spool'),
     values.chaos && chosenFaults.includes('disk') ? SPOOL_TMPFS_BYTES : null,
   );
-  const database = `assay_soak_${randomBytes(6).toString('hex')}`;
   const env: Record<string, string> = {
     ASSAY_CALLBACK_RETRY_BASE_MS: '1000',
     ASSAY_LOG_LEVEL: process.env.SOAK_LOG_LEVEL ?? 'error',
     ASSAY_MAX_FILE_SIZE: String(32 * 1024 * 1024),
     ...spool.env,
   };
-  const processes: Started[] = [];
-  let databaseBytes = async () => statSync(join(work, 'data', 'assay.db')).size;
-  let sizer: pg.Pool | undefined;
-  if (deployment === 'scale-out') {
-    const admin = new pg.Client(`${SERVER}/postgres`);
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    env.ASSAY_DATABASE_URL = `${SERVER}/${database}`;
-    sizer = new pg.Pool({ connectionString: env.ASSAY_DATABASE_URL, max: 1 });
-    // Its connection ends when PostgreSQL restarts (chaos) or the database is dropped: not fatal.
-    sizer.on('error', () => {});
-    const pool = sizer;
-    databaseBytes = async () =>
-      Number(
-        (await pool.query('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0,
-      );
-  }
   const samples: Sample[] = [];
   const state: LoadState = {
     requests: [],
@@ -131,38 +104,18 @@ async function main(): Promise<boolean> {
   };
   const faults: FaultRecord[] = [];
   let ok = false;
+  let deployed: Deployment | undefined;
   try {
-    const roles = deployment === 'scale-out' ? ['api', 'api', 'worker', 'worker'] : ['all'];
-    const dataDirOf = (i: number) =>
-      deployment === 'embedded' ? join(work, 'data') : join(work, `data-${i}`);
-    for (const [i, role] of roles.entries()) {
-      const started = await startAssay(
-        socket,
-        dataDirOf(i),
-        { ...env, ASSAY_ROLE: role },
-        spool.wrapper,
-      );
-      processes.push({ ...started, name: `${role} ${i}` });
-    }
-    /** SIGKILLs these processes, then starts them again on their ports. */
-    const killAndRestart = async (indexes: number[]) => {
-      for (const i of indexes) processes[i]?.child.kill('SIGKILL');
-      await sleep(2000);
-      for (const i of indexes) {
-        const old = processes[i] as Started;
-        const port = new URL(old.url).port;
-        const role = roles[i] as string;
-        const again = await startAssay(
-          socket,
-          dataDirOf(i),
-          { ...env, ASSAY_ROLE: role, ASSAY_PORT: port },
-          spool.wrapper,
-        );
-        processes[i] = { ...again, name: old.name };
-      }
-    };
-    const apiUrls = processes.filter((p) => !p.name.startsWith('worker')).map((p) => p.url);
-    const second = secondAccount({ ...env, ASSAY_DATA_DIR: join(work, 'data') });
+    const started = await startDeployment(deployment, {
+      work,
+      env,
+      server: SERVER,
+      databasePrefix: 'assay_soak_',
+      wrapper: spool.wrapper,
+    });
+    deployed = started;
+    const { processes, apiUrls, clamd } = started;
+    const second = secondAccount({ ...started.env, ASSAY_DATA_DIR: join(work, 'data') });
     log(`${deployment}: ${processes.length} processes; load for ${minutes} min; report in ${out}`);
     const sampled: Sampled[] = processes.map((p, i) => ({
       name: p.name,
@@ -170,7 +123,7 @@ async function main(): Promise<boolean> {
       url: () => processes[i]?.url ?? p.url,
     }));
     const sample = async () => {
-      const taken = await takeSample(sampled, () => spool.usage(), databaseBytes);
+      const taken = await takeSample(sampled, () => spool.usage(), started.databaseBytes);
       samples.push(taken);
       const rss = taken.processes.map((p) => `${p.name} ${p.rssMb.toFixed(0)} MB`).join(', ');
       log(
@@ -218,7 +171,7 @@ async function main(): Promise<boolean> {
               ? 'the process SIGKILLed and started again'
               : 'an api process and a worker SIGKILLed and started again',
           killsProcesses: true,
-          run: () => killAndRestart(deployment === 'embedded' ? [0] : [0, 2]),
+          run: () => started.killAndRestart(deployment === 'embedded' ? [0] : [0, 2]),
         },
         {
           key: 'receiver',
@@ -306,19 +259,10 @@ async function main(): Promise<boolean> {
     );
     console.log(summary);
   } finally {
-    for (const p of processes) p.child.kill('SIGTERM');
-    await sleep(2000);
+    await deployed?.stop();
     receiver.close();
     host.close();
-    await clamd.stop();
     await spool.close();
-    await sizer?.end().catch(() => {});
-    if (deployment === 'scale-out') {
-      const cleanup = new pg.Client(`${SERVER}/postgres`);
-      await cleanup.connect().catch(() => {});
-      await cleanup.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
-      await cleanup.end().catch(() => {});
-    }
     rmSync(work, { recursive: true, force: true });
   }
   return ok;

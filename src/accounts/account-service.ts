@@ -177,6 +177,8 @@ export class AccountService {
    * with an empty password. Null for unknown, wrong, disabled, expired or deleted credentials.
    */
   async authenticate(user: string, password: string): Promise<Principal | null> {
+    // No key id holds a NUL (PostgreSQL could not even look one up): unknown on either store.
+    if (user.includes('\u0000')) return secretMatchesUnknownKey(password) || null;
     if (password === '' && TOKEN_ID.test(user)) return this.authenticateToken(user);
     const key = await this.findKey(user);
     if (key === null) return secretMatchesUnknownKey(password) || null;

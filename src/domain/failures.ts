@@ -71,6 +71,22 @@ export function isDiskFull(error: unknown): boolean {
 }
 
 /**
+ * Text the store cannot hold: PostgreSQL refuses a NUL character in text (22021) and in JSON
+ * (22P05), which SQLite keeps. Only a client's input carries one, where no check refused it first.
+ */
+const UNSTORABLE_TEXT_CODES = new Set(['22021', '22P05']);
+
+export function isUnstorableText(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && UNSTORABLE_TEXT_CODES.has(code)) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+/**
  * Errors that mean the database cannot be reached or cannot take work right now (a PostgreSQL
  * restart, a dropped network, a full pool; SQLite locked past its busy timeout): the request is
  * worth retrying, so it is a 503, never a 500, and a job waits instead of failing.

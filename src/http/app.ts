@@ -9,6 +9,7 @@ import {
   frameworkErrors,
   frameworkRefusals,
   rawErrorContext,
+  watchExchanges,
 } from './framework-errors.js';
 import { legacyPrefix } from './legacy-path.js';
 import { authentication } from './plugins/authentication.js';
@@ -81,6 +82,10 @@ export async function buildApp(
   // A client may half-close its socket once the request is sent (HTTP/1.0 habits, netcat):
   // without this, Node drops a request still being scanned instead of answering it.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  // Node answers a request without Host with a bare 400 of its own; frameworkRefusals does, in
+  // the service's shape and headers.
+  (app.server as typeof app.server & { requireHostHeader: boolean }).requireHostHeader = false;
+  watchExchanges(app.server);
   continueWhenBodyIsRead(app.server);
   const { config } = services;
   const connections = limitConnections(app.server, config, logger, (reason) =>

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -57,6 +57,8 @@ export function rawErrorAnswer(
     'x-runtime': `${Math.round(answer.runtimeMs)}ms`,
     'content-type': legacy?.contentType ?? 'application/json',
     'content-length': String(Buffer.byteLength(body)),
+    // v1.0's 502 (here: a request cut for its timeout) says when to retry, as on every route.
+    ...(statusCode === 502 ? { 'retry-after': '1' } : {}),
     connection: 'close',
   };
   const head = Object.entries(headers)
@@ -100,23 +102,48 @@ const MAX_SCANNED_BYTES = 64 * 1024;
 
 /**
  * The target of the request line at the start of the bytes the parser refused, when they hold
- * one (a head sent at once): only to pick the API's format. Bounded and linear.
+ * one (a head sent at once; its method in any case, its target in origin or absolute form): only
+ * to pick the API's format. Bounded and linear.
  */
 function refusedTarget(error: Error & { rawPacket?: unknown }): string | null {
   if (!Buffer.isBuffer(error.rawPacket)) return null;
   const text = error.rawPacket.subarray(0, MAX_SCANNED_BYTES).toString('latin1');
-  return /^[A-Z]{1,20} (\/[^\s]*)/.exec(text)?.[1] ?? null;
+  return /^[A-Z]{1,20} ((?:https?:\/\/[^/\s]*)?\/[^\s]*)/i.exec(text)?.[1] ?? null;
+}
+
+/** The latest request on each connection, and its response: what a parser error may be about. */
+const exchanges = new WeakMap<Socket, { request: IncomingMessage; response: ServerResponse }>();
+
+/** Notes every request on its connection, for clientErrorHandler. */
+export function watchExchanges(server: Server): void {
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    exchanges.set(request.socket, { request, response });
+  });
 }
 
 /**
- * Errors Node's HTTP parser raises before there is a request (headers or URL too large, bytes that
- * are not HTTP, the head's timeout): answered on the socket with the service's headers and a
- * request id of its own, then the connection is closed. v2 `{"error"}`, or v1.0 in the requested
- * format when the refused bytes start with a request line for v1.0.
+ * Errors Node's HTTP parser raises (headers or URL too large, bytes that are not HTTP, the head's
+ * timeout, a body cut short by the client's end): answered on the socket with the service's
+ * headers and a request id of its own, then the connection is closed. v2 `{"error"}`, or v1.0 in
+ * the requested format when the refused bytes start with a request line for v1.0, or the error is
+ * about the body of a v1.0 request not answered yet.
  */
 export function clientErrorHandler(context: RawErrorContext) {
   return (error: Error & { code?: string }, socket: Socket): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const exchange = exchanges.get(socket);
+    // An answer is being written (another would cut into it), or the error is about the rest of
+    // the body of a request already answered (a client that ends its side while a refused body
+    // is drained): a second answer would be one the client never asked for.
+    if (
+      exchange?.response.headersSent === true &&
+      (!exchange.response.writableFinished || !exchange.request.complete)
+    ) {
+      socket.destroy();
+      return;
+    }
+    const unanswered =
+      exchange !== undefined && !exchange.request.complete ? (exchange.request.url ?? null) : null;
     const statusCode =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? 431
@@ -131,7 +158,7 @@ export function clientErrorHandler(context: RawErrorContext) {
           : 'the request is not valid HTTP';
     if (socket.writable) {
       socket.write(
-        rawErrorAnswer(context, refusedTarget(error), {
+        rawErrorAnswer(context, refusedTarget(error) ?? unanswered, {
           requestId: randomUUID(),
           statusCode,
           message,
@@ -145,8 +172,9 @@ export function clientErrorHandler(context: RawErrorContext) {
 
 /**
  * What Fastify or Node would otherwise answer in their own shape: an `Expect` other than
- * `100-continue` (Node's bare 417) and a request arriving while the service shuts down (Fastify's
- * 503). Both go through the error handlers, so each API answers in its format.
+ * `100-continue` (Node's bare 417), an HTTP/1.1 request without `Host` (Node's bare 400, with no
+ * body: its check is turned off in app.ts) and a request arriving while the service shuts down
+ * (Fastify's 503). Each goes through the error handlers, so each API answers in its format.
  */
 export const frameworkRefusals = fp(async (app: FastifyInstance) => {
   let closing = false;
@@ -163,6 +191,10 @@ export const frameworkRefusals = fp(async (app: FastifyInstance) => {
     const expect = request.headers.expect;
     if (expect !== undefined && !/^\s*100-continue\s*$/i.test(expect)) {
       throw new HttpError(417, 'Expect: only 100-continue is supported');
+    }
+    // RFC 9112 (3.2): an HTTP/1.1 request without Host is a 400.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      throw new HttpError(400, 'an HTTP/1.1 request needs a Host header');
     }
   });
 });

@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { mutateBytes, seeded } from '../../soak/fuzz-requests.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
 // These tests are about parsing: hundreds of requests in a burst must not meet the rate limits.
 const env = () => ({ ASSAY_CLAMD: clamd.socket, ASSAY_RATE_LIMIT: '0', ASSAY_AUTH_FAIL_RATE: '0' });
-
-/** A small seeded generator (mulberry32): a failing case can be replayed from its seed. */
-function generator(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n) };
-}
 
 const BOUNDARY = 'fuzzBoundary123';
 const SEED_BODY = Buffer.from(
@@ -41,37 +29,6 @@ const TOKENS = [
   'Content-Disposition: ',
 ];
 
-/** Flips, drops, duplicates and inserts bytes and multipart tokens in the seed body. */
-function mutate(rng: ReturnType<typeof generator>): Buffer {
-  let body = Buffer.from(SEED_BODY);
-  const rounds = 1 + rng.int(6);
-  for (let i = 0; i < rounds; i++) {
-    const at = rng.int(body.length + 1);
-    switch (rng.int(5)) {
-      case 0:
-        body[Math.min(at, body.length - 1)] = rng.int(256);
-        break;
-      case 1:
-        body = Buffer.concat([body.subarray(0, at), body.subarray(at + 1 + rng.int(20))]);
-        break;
-      case 2:
-        body = body.subarray(0, at);
-        break;
-      case 3: {
-        const token = TOKENS[rng.int(TOKENS.length)] ?? '';
-        body = Buffer.concat([body.subarray(0, at), Buffer.from(token), body.subarray(at)]);
-        break;
-      }
-      default: {
-        const from = rng.int(body.length);
-        const piece = body.subarray(from, from + rng.int(40));
-        body = Buffer.concat([body.subarray(0, at), piece, body.subarray(at)]);
-      }
-    }
-  }
-  return body;
-}
-
 function send(port: number, head: string, body: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
@@ -92,7 +49,8 @@ describe('fuzzing what parses untrusted bytes', () => {
     const port = Number(new URL(svc.url).port);
     const seen = new Map<number, number>();
     for (let seed = 1; seed <= 300; seed++) {
-      const body = mutate(generator(seed));
+      // Flips, drops, duplicates and inserts bytes and multipart tokens in the seed body.
+      const body = mutateBytes(seeded(seed), SEED_BODY, TOKENS);
       const head =
         `POST /v2.2/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${svc.auth}\r\n` +
         `Content-Type: multipart/form-data; boundary=${BOUNDARY}\r\n` +
@@ -111,7 +69,7 @@ describe('fuzzing what parses untrusted bytes', () => {
     const svc = await buildService(t, env());
     const port = Number(new URL(svc.url).port);
     for (let seed = 1; seed <= 200; seed++) {
-      const rng = generator(seed);
+      const rng = seeded(seed);
       const printable = Array.from({ length: rng.int(120) }, () =>
         String.fromCharCode(0x20 + rng.int(95)),
       );

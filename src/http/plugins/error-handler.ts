@@ -1,6 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isDiskFull, isStoreUnavailable, SpoolUnavailableError } from '../../domain/failures.js';
+import {
+  isDiskFull,
+  isStoreUnavailable,
+  isUnstorableText,
+  SpoolUnavailableError,
+} from '../../domain/failures.js';
 import {
   BalanceSpentError,
   ContentNotExaminedError,
@@ -10,7 +15,7 @@ import {
   SpoolQuotaExceededError,
 } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
-import { isLegacyPath, legacyPrefix } from '../legacy-path.js';
+import { isLegacyPath, legacyPrefix, originPath } from '../legacy-path.js';
 import { MAX_FORM_BYTES } from '../request-body.js';
 
 export interface ClientError {
@@ -63,6 +68,14 @@ function classify(error: FastifyError | Error): ClientError | null {
       statusCode: 503,
       message: 'the service cannot store content right now: retry later',
       headers: { 'retry-after': String(SPOOL_RETRY_SECONDS) },
+    };
+  }
+  // A NUL in some text of the request, which PostgreSQL cannot store or even compare: the
+  // client's, a 400 on either store rather than a 500 on one.
+  if (isUnstorableText(error)) {
+    return {
+      statusCode: 400,
+      message: 'the request holds a character that cannot be stored (NUL)',
     };
   }
   // The database is restarting or out of reach: nothing was recorded; retry shortly.
@@ -211,7 +224,7 @@ function unrouted(app: FastifyInstance): (request: FastifyRequest) => HttpError 
   const allowedMethods = routeTable(app);
   const legacy = legacyPrefix(app.services.config.legacyBaseUrl);
   return (request) => {
-    const path = request.url.split('?')[0] ?? '';
+    const path = originPath(request.url.split('?')[0] ?? '');
     const allowed = allowedMethods(path);
     if (allowed !== null) {
       const list = allowed.join(', ');

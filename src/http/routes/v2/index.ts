@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ApiVersion } from '../../../processing/file-result.js';
+import { HttpError } from '../../http-error.js';
 import { MAX_FORM_BYTES } from '../../request-body.js';
 import createFile from './create-file.js';
 import createFileAsync from './create-file-async.js';
@@ -16,6 +17,13 @@ export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
 /** One version's routes; every route in this scope needs credentials. */
 export default async function v2Routes(app: FastifyInstance, options: { version: ApiVersion }) {
   app.addHook('onRequest', app.authenticate);
+  // An id with a NUL names nothing (PostgreSQL could not even look it up): 404 on either store.
+  app.addHook('preHandler', async (request) => {
+    const params = request.params as Record<string, string | undefined>;
+    if (Object.values(params).some((value) => value?.includes('\u0000'))) {
+      throw new HttpError(404, 'no such resource: its id holds a NUL');
+    }
+  });
   await app.register(multipart);
   // Any other body type reaches the route unread (the app's `*` parser), which answers 400.
   app.addContentTypeParser(
