@@ -21,7 +21,7 @@ import {
   ManagedClamd,
 } from '../../src/engines/clamav/managed-clamd.js';
 import { eicar as eicarText } from '../../src/engines/test-content.js';
-import { zipStored } from '../helpers/zip.js';
+import { deflateRepeated, zipArchive, zipStored } from '../helpers/zip.js';
 
 const eicar = () => Buffer.from(eicarText(), 'latin1');
 
@@ -551,6 +551,30 @@ describe('managed clamd with a small limit and extra databases', {
         (error: unknown) => error instanceof ClamdUnavailableError && sizeLimit.test(error.message),
       );
     }
+  });
+
+  it('reports a zip entry that unpacks past MaxFileSize, never passes the rest unscanned', async () => {
+    // clamd's zip reader cuts such an entry at MaxFileSize and scans only that much, without an
+    // alert: EICAR after the cut came back clean. MaxFileSize above MaxScanSize makes the cut
+    // entry trip MaxScanSize, which alerts.
+    assert.ok(managed.limits.maxFileSize > managed.limits.maxScanSize);
+    const MiB = 1024 * 1024;
+    const past = deflateRepeated(Buffer.alloc(MiB), 32, undefined, eicar());
+    const honest = zipArchive([{ name: 'zeros.bin', deflated: past }]);
+    // The sizes in the headers are the packer's word only: clamd unpacks whatever is there.
+    const lying = zipArchive([{ name: 'zeros.bin', deflated: { ...past, size: 1000 } }]);
+    for (const archive of [honest, lying]) {
+      assert.match(
+        (await scan(client, archive)).signature ?? 'clean',
+        /^Heuristics\.Limits\.Exceeded\.MaxScanSize$/,
+      );
+    }
+    // Within the limits the entry is unpacked whole: EICAR at its end is found.
+    const within = deflateRepeated(Buffer.alloc(MiB), 4, undefined, eicar());
+    assert.equal(
+      (await scan(client, zipArchive([{ name: 'zeros.bin', deflated: within }]))).signature,
+      'Eicar-Test-Signature.UNOFFICIAL',
+    );
   });
 
   it('refuses a stream over StreamMaxLength sent on a session, then scans on', async () => {

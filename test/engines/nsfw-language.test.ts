@@ -3,7 +3,13 @@ import { after, before, describe, test } from 'node:test';
 import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { NsfwLanguageEngine } from '../../src/engines/nsfw-language/engine.js';
 import { LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
-import { docxWithText, pdfWithText } from '../helpers/documents.js';
+import {
+  DOCUMENT_XML,
+  docxWithDocumentXml,
+  docxWithText,
+  paragraphXml,
+  pdfWithText,
+} from '../helpers/documents.js';
 import {
   evasionCorpus,
   LANGUAGES,
@@ -12,6 +18,7 @@ import {
   SCUNTHORPE_SENTENCES,
   shippedProse,
 } from '../helpers/language-corpus.js';
+import { deflateRepeated } from '../helpers/zip.js';
 
 const EN = 'content.en.language.nsfw.0';
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -204,6 +211,36 @@ describe('nsfw-language engine', () => {
     } finally {
       await small.close();
     }
+  });
+
+  test('a DOCX that unpacks past 128 MiB is an error at once, never unpacked whole', async () => {
+    // 1.5 GiB of paragraphs from 1.5 MB: mammoth unpacked it whole, outside the worker's heap
+    // limit (4.8 GB of RSS, 20 s), before failing on its length.
+    const paragraphs = Buffer.from(paragraphXml('lol lol lol').repeat(1500));
+    const bomb = deflateRepeated(
+      paragraphs,
+      Math.ceil((1536 * 1024 * 1024) / paragraphs.length),
+      Buffer.from(DOCUMENT_XML.head),
+      Buffer.from(`${paragraphXml(LANGUAGE_TEST_MARKER)}${DOCUMENT_XML.tail}`),
+    );
+    // Its headers may tell the truth or not: what it unpacks to is counted.
+    for (const document of [bomb, { ...bomb, size: 1000 }]) {
+      const started = performance.now();
+      await assert.rejects(
+        examine(docxWithDocumentXml(document), DOCX),
+        /unpack to more than the 134217728 bytes examined/,
+      );
+      assert.ok(performance.now() - started < 10_000, 'refused while unpacking, not after');
+    }
+    // Within the limit it is read to its end.
+    const under = deflateRepeated(
+      paragraphs,
+      Math.floor((1024 * 1024) / paragraphs.length),
+      Buffer.from(DOCUMENT_XML.head),
+      Buffer.from(`${paragraphXml(LANGUAGE_TEST_MARKER)}${DOCUMENT_XML.tail}`),
+    );
+    const report = await examine(docxWithDocumentXml(under), DOCX);
+    assert.deepEqual(report.findings, [EN]);
   });
 
   test('content exhausting a worker heap is an error, and the engine goes on working', async () => {

@@ -93,11 +93,16 @@ export function findClamdBinary(): string | null {
 /** Above Assay's upload limit, so an accepted upload never trips clamd's stream limit. */
 export function clamdLimits(maxFileSize: number): ClamdLimits {
   const stream = maxFileSize + MiB;
+  // Containers count with their unpacked contents; 4x keeps clamd's default ratio (100M/400M).
+  const maxScanSize = Math.min(4 * stream, CLAMD_FILE_SIZE_CAP - MiB);
   return {
     streamMaxLength: stream,
-    maxFileSize: Math.min(stream, CLAMD_FILE_SIZE_CAP),
-    // Containers count with their unpacked contents; 4x keeps clamd's default ratio (100M/400M).
-    maxScanSize: 4 * stream,
+    // Above MaxScanSize, not at the upload limit: clamd's zip reader cuts an entry that unpacks
+    // past MaxFileSize at that size and scans the cut part as if it were all, with no alert
+    // (ClamAV 1.4 unzip.c: EICAR after 200 MiB of zeros came back clean). Cut at more than
+    // MaxScanSize, the entry trips that limit instead, which AlertExceedsMax reports.
+    maxFileSize: Math.min(maxScanSize + MiB, CLAMD_FILE_SIZE_CAP),
+    maxScanSize,
   };
 }
 

@@ -2,6 +2,7 @@ import mammoth from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
 
 import { DOCX, HTML, JSON_TYPE, PDF } from './extractable.js';
+import { checkUnpackedSize, UnpackedTooLargeError } from './unpacked-size.js';
 
 export { DOCX, HTML, isExtractable, JSON_TYPE, PDF } from './extractable.js';
 
@@ -224,11 +225,21 @@ async function pdfText(content: Uint8Array, maxChars: number): Promise<string> {
   }
 }
 
-async function docxText(content: Uint8Array): Promise<string> {
+/**
+ * What a DOCX's parts may unpack to, all together. mammoth holds each part it reads whole, outside
+ * the worker's heap limit, and its tree of a part costs about 100 bytes of heap per byte (13 MiB
+ * of document.xml filled the 1 GB heap): past this a document could not be examined anyway.
+ */
+export const DOCX_MAX_UNPACKED_BYTES = 128 * 1024 * 1024;
+
+async function docxText(content: Uint8Array, maxUnpackedBytes: number): Promise<string> {
+  const buffer = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   try {
-    const { value } = await mammoth.extractRawText({ buffer: Buffer.from(content) });
+    await checkUnpackedSize(buffer, maxUnpackedBytes);
+    const { value } = await mammoth.extractRawText({ buffer });
     return value;
   } catch (error) {
+    if (error instanceof UnpackedTooLargeError) throw error;
     throw new Error(`cannot read the DOCX: ${error instanceof Error ? error.message : error}`);
   }
 }
@@ -243,17 +254,19 @@ export class TextTooLongError extends Error {
 const INVISIBLE = /[\u00ad\u200b-\u200d\u2060\ufeff]/g;
 
 /**
- * The text a reader sees in the content. Throws when the content cannot be read or its text is
- * longer than `maxChars` (examining part of it would be a silent pass for the rest).
+ * The text a reader sees in the content. Throws when the content cannot be read, its text is
+ * longer than `maxChars` (examining part of it would be a silent pass for the rest) or, for a
+ * DOCX, its parts unpack to more than `maxUnpackedBytes`.
  */
 export async function extractText(
   content: Uint8Array,
   contentType: string,
   maxChars: number,
+  maxUnpackedBytes = DOCX_MAX_UNPACKED_BYTES,
 ): Promise<string> {
   let text: string;
   if (contentType === PDF) text = await pdfText(content, maxChars);
-  else if (contentType === DOCX) text = await docxText(content);
+  else if (contentType === DOCX) text = await docxText(content, maxUnpackedBytes);
   else if (contentType === JSON_TYPE) text = jsonStrings(decodeText(content));
   else if (contentType === HTML) text = htmlText(decodeText(content));
   else if (contentType.startsWith('text/')) text = decodeText(content);
