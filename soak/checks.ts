@@ -5,6 +5,7 @@
  * and was delivered, or is still being retried.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { traceOf } from '../test/helpers/client.js';
 import type { Accepted, LoadState } from './load.js';
 import type { Receiver } from './servers.js';
 
@@ -26,16 +27,11 @@ interface FileResult {
 }
 
 /** The item's trace, one line: what a wrong verdict needs to be understood. */
-async function traceOf(url: string, item: Accepted): Promise<string> {
-  const response = await fetch(`${url}/v2.2/files/${item.id}/trace`, {
-    headers: { authorization: item.auth },
-  }).catch(() => null);
-  if (response?.status !== 200) {
-    await response?.arrayBuffer();
-    return `(no trace: ${response?.status ?? 'no answer'})`;
-  }
-  const { events } = (await response.json()) as { events: unknown[] };
-  return JSON.stringify(events);
+async function traceLine(url: string, item: Accepted): Promise<string> {
+  const messages = await traceOf(url, item.auth, item.id).catch((error: unknown) => [
+    `(no trace: ${String(error)})`,
+  ]);
+  return messages.join(' | ');
 }
 
 async function resultOf(url: string, item: Accepted): Promise<FileResult | null> {
@@ -97,11 +93,11 @@ export async function checkOutcome(
       outcome.silentCleans.push(`${item.kind} ${item.id}: []`);
     } else if (item.expected === 'flagged' && findings.length === 0) {
       outcome.wrongVerdicts.push(
-        `${item.kind} ${item.id}: not flagged (${result.error ?? '[]'}); sent ${item.sent ?? '?'}; trace ${await traceOf(url, item)}`,
+        `${item.kind} ${item.id}: not flagged (${result.error ?? '[]'}); sent ${item.sent ?? '?'}; trace ${await traceLine(url, item)}`,
       );
     } else if (item.expected === 'clean' && (findings.length > 0 || failed)) {
       outcome.wrongVerdicts.push(
-        `${item.kind} ${item.id}: ${findings.join(',')} ${result.error ?? ''}; sent ${item.sent ?? '?'}; trace ${await traceOf(url, item)}`,
+        `${item.kind} ${item.id}: ${findings.join(',')} ${result.error ?? ''}; sent ${item.sent ?? '?'}; trace ${await traceLine(url, item)}`,
       );
     }
   }

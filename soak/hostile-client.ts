@@ -4,6 +4,7 @@
  * the result is there), timed from the request to the answer.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { uploadForm } from '../test/helpers/content.js';
 import { type Answer, answerOf } from './hostile-corpus.js';
 
 export type Mode = 'sync' | 'async';
@@ -11,12 +12,6 @@ export type Mode = 'sync' | 'async';
 export interface Sent {
   answer: Answer;
   ms: number;
-}
-
-function form(content: Buffer): FormData {
-  const body = new FormData();
-  body.append('file', new Blob([new Uint8Array(content)]), 'upload.bin');
-  return body;
 }
 
 async function json(response: Response): Promise<unknown> {
@@ -44,7 +39,7 @@ export async function sendItem(
       const response = await fetch(`${url}/v2.2/files`, {
         method: 'POST',
         headers: { authorization: auth },
-        body: form(content),
+        body: uploadForm(content),
         signal,
       });
       return done(answerOf(response.status, await json(response)));
@@ -52,7 +47,7 @@ export async function sendItem(
     const accepted = await fetch(`${url}/v2.2/files/async`, {
       method: 'POST',
       headers: { authorization: auth },
-      body: form(content),
+      body: uploadForm(content),
       signal,
     });
     const body = await json(accepted);
