@@ -23,17 +23,21 @@ const files = readdirSync(dir);
 const setOf = (label: string) =>
   files.filter((f) => f.startsWith(label.replace(' ', ''))).map((f) => readFileSync(join(dir, f)));
 
-const workers = availableParallelism();
+// Images at once: one per core. The engine sizes its pool to the machine, as in the service.
+const concurrency = availableParallelism();
+const rssBefore = rssMb();
+const started = performance.now();
+const engine = await NsfwImageEngine.create({ runtime });
 const figures: RuntimeFigures = {
   loadMs: 0,
   lines: [],
   p50OneAtATime: 0,
   perSecond: 0,
-  rss: { before: rssMb(), warmed: 0, after: 0 },
-  workers,
+  rss: { before: rssBefore, warmed: 0, after: 0 },
+  concurrency,
+  workers: engine.shape.workers,
+  threads: engine.shape.threads,
 };
-const started = performance.now();
-const engine = await NsfwImageEngine.create({ poolSize: workers, runtime });
 try {
   const first = setOf('1 MP')[0] as Buffer;
   await engine.examine(first, 'image/jpeg', signal());
@@ -49,14 +53,15 @@ try {
       );
       if (report.findings.length > 0) throw new Error(`a neutral ${label} image was flagged`);
     };
-    await runConcurrently(workers * 4, workers, examine); // warm-up: every worker started
-    for (const concurrency of [1, workers]) {
-      const { latencies, seconds } = await runConcurrently(IMAGES, concurrency, examine);
+    // Warm-up: every worker started.
+    await runConcurrently(concurrency * 4, Math.max(concurrency, figures.workers), examine);
+    for (const atOnce of [1, concurrency]) {
+      const { latencies, seconds } = await runConcurrently(IMAGES, atOnce, examine);
       const stats = summarise(latencies, seconds, size);
-      if (label === '1 MP' && concurrency === 1) figures.p50OneAtATime = stats.p50;
-      if (label === '1 MP' && concurrency === workers) figures.perSecond = stats.perSecond;
+      if (label === '1 MP' && atOnce === 1) figures.p50OneAtATime = stats.p50;
+      if (label === '1 MP' && atOnce === concurrency) figures.perSecond = stats.perSecond;
       figures.lines.push(
-        `${label} JPEG (${(size / 1024).toFixed(0)} KB), concurrency ${concurrency}: ` +
+        `${label} JPEG (${(size / 1024).toFixed(0)} KB), concurrency ${atOnce}: ` +
           `${stats.perSecond.toFixed(1)} images/s, p50 ${stats.p50.toFixed(1)} ms, ` +
           `p99 ${stats.p99.toFixed(1)} ms`,
       );
@@ -64,7 +69,7 @@ try {
   }
   figures.rss.warmed = rssMb();
   const images = setOf('1 MP');
-  await runConcurrently(MEMORY_IMAGES, workers, async (i) => {
+  await runConcurrently(MEMORY_IMAGES, concurrency, async (i) => {
     await engine.examine(images[i % images.length] as Buffer, 'image/jpeg', signal());
   });
   figures.rss.after = rssMb();

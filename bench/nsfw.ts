@@ -40,13 +40,17 @@ export interface RuntimeFigures {
   p50OneAtATime: number;
   perSecond: number;
   rss: { before: number; warmed: number; after: number };
+  /** Images examined at once in the throughput rounds: one per core. */
+  concurrency: number;
+  /** The engine's pool, as the service sizes it on this machine. */
   workers: number;
+  threads: number;
 }
 
 /**
  * Both runtimes of the image engine side by side, each in a fresh process of its own (so that the
- * memory figures are the runtime's, not what the other left behind), one worker per core, over the
- * same photo-like JPEGs.
+ * memory figures are the runtime's, not what the other left behind), each with the pool the
+ * service gives it on this machine (imagePoolShape), over the same photo-like JPEGs.
  */
 export async function benchNsfwImage(): Promise<string[]> {
   const lines: string[] = [];
@@ -67,11 +71,12 @@ export async function benchNsfwImage(): Promise<string[]> {
       );
       const measured = JSON.parse(out.trim().split('\n').pop() ?? '{}') as RuntimeFigures;
       figures[runtime] = measured;
-      const { rss, workers } = measured;
+      const { rss, workers, threads } = measured;
       lines.push(
-        `-- runtime ${runtime}: model loaded in its first worker in ${measured.loadMs.toFixed(0)} ms`,
+        `-- runtime ${runtime}: ${workers} worker(s) of ${threads} inference thread(s); model ` +
+          `loaded in its first worker in ${measured.loadMs.toFixed(0)} ms`,
         ...measured.lines,
-        `RSS of the process and its ${workers} workers: ${rss.before.toFixed(0)} MB before the ` +
+        `RSS of the process and its ${workers} worker(s): ${rss.before.toFixed(0)} MB before the ` +
           `engine, ${rss.warmed.toFixed(0)} MB warmed up, ${rss.after.toFixed(0)} MB after ` +
           `${MEMORY_IMAGES} more 1 MP images (${((rss.after - rss.before) / workers).toFixed(0)} MB ` +
           `per worker)`,
@@ -81,7 +86,7 @@ export async function benchNsfwImage(): Promise<string[]> {
     if (onnx !== undefined && tfjs !== undefined) {
       lines.push(
         `onnx against tfjs, 1 MP JPEG: p50 one at a time ${onnx.p50OneAtATime.toFixed(1)} ms ` +
-          `against ${tfjs.p50OneAtATime.toFixed(1)} ms; images/s at concurrency ${onnx.workers} ` +
+          `against ${tfjs.p50OneAtATime.toFixed(1)} ms; images/s at concurrency ${onnx.concurrency} ` +
           `${(onnx.perSecond / tfjs.perSecond).toFixed(2)}x; RSS of the process and its workers ` +
           `after the 1,000 images ${(onnx.rss.after / tfjs.rss.after).toFixed(2)}x of tfjs's`,
       );

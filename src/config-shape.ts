@@ -65,7 +65,9 @@ export interface Config {
   nsfw: {
     imageThreshold: number;
     imageRuntime: ImageRuntime;
+    /** Inference threads of each image worker's model; 0: sized to the machine (imagePoolShape). */
     imageThreads: number;
+    /** Worker threads of each NSFW engine; 0: sized to the machine. */
     workers: number;
   };
   /** v1.0: largest raw POST body in bytes (413 above it). */

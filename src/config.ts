@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { availableParallelism, hostname } from 'node:os';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import type {
@@ -345,8 +345,8 @@ export function loadConfig(env: Env = process.env): Config {
     nsfw: {
       imageThreshold: decimal(env, 'ASSAY_NSFW_IMAGE_THRESHOLD', 1),
       imageRuntime: oneOf(env, 'ASSAY_NSFW_IMAGE_RUNTIME', IMAGE_RUNTIMES),
-      imageThreads: integer(env, 'ASSAY_NSFW_IMAGE_THREADS', 1, 64),
-      workers: integer(env, 'ASSAY_NSFW_WORKERS', 0, 64) || Math.min(availableParallelism(), 8),
+      imageThreads: integer(env, 'ASSAY_NSFW_IMAGE_THREADS', 0, 64),
+      workers: integer(env, 'ASSAY_NSFW_WORKERS', 0, 64),
     },
     legacyMaxPostSize: integer(env, 'ASSAY_LEGACY_MAX_POST_SIZE', 1, 2 * 1024 * 1024 * 1024),
     legacyBaseUrl: baseUrl(env, 'ASSAY_LEGACY_BASE_URL'),

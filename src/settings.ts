@@ -96,12 +96,12 @@ export const SETTINGS = {
     doc: 'What runs the image model: onnx (onnxruntime, native) or tfjs (TensorFlow.js on WASM, about 5 times slower).',
   },
   ASSAY_NSFW_IMAGE_THREADS: {
-    default: '1',
-    doc: 'Inference threads of each image worker (onnx); the workers (ASSAY_NSFW_WORKERS) bring the parallelism.',
+    default: '0',
+    doc: 'Inference threads of each image worker (onnx); 0: the CPU count, at most 4.',
   },
   ASSAY_NSFW_WORKERS: {
     default: '0',
-    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8.',
+    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8 (onnx images: enough workers of ASSAY_NSFW_IMAGE_THREADS threads to fill the CPUs).',
   },
   ASSAY_TRUST_PROXY: {
     default: '',

@@ -34,7 +34,9 @@ describe('configuration from ASSAY_* variables', () => {
 
   test("the image engine's runtime (onnx by default, or tfjs) and its threads", () => {
     assert.equal(loadConfig({}).nsfw.imageRuntime, 'onnx');
-    assert.equal(loadConfig({}).nsfw.imageThreads, 1);
+    // 0: sized to the machine when the engine starts (imagePoolShape).
+    assert.equal(loadConfig({}).nsfw.imageThreads, 0);
+    assert.equal(loadConfig({}).nsfw.workers, 0);
     const set = loadConfig({ ASSAY_NSFW_IMAGE_RUNTIME: 'tfjs', ASSAY_NSFW_IMAGE_THREADS: '2' });
     assert.equal(set.nsfw.imageRuntime, 'tfjs');
     assert.equal(set.nsfw.imageThreads, 2);
@@ -42,7 +44,8 @@ describe('configuration from ASSAY_* variables', () => {
       () => loadConfig({ ASSAY_NSFW_IMAGE_RUNTIME: 'gpu' }),
       /ASSAY_NSFW_IMAGE_RUNTIME must be one of onnx, tfjs, got "gpu"/,
     );
-    assert.throws(() => loadConfig({ ASSAY_NSFW_IMAGE_THREADS: '0' }), /ASSAY_NSFW_IMAGE_THREADS/);
+    assert.throws(() => loadConfig({ ASSAY_NSFW_IMAGE_THREADS: '-1' }), /ASSAY_NSFW_IMAGE_THREADS/);
+    assert.throws(() => loadConfig({ ASSAY_NSFW_IMAGE_THREADS: '65' }), /ASSAY_NSFW_IMAGE_THREADS/);
   });
 
   test('valid values are taken', () => {

@@ -13,6 +13,7 @@ import type {
 } from './classifier-worker.js';
 import { decodeForModel } from './decode.js';
 import { IMAGE_TYPES } from './image-types.js';
+import { type ImagePoolShape, imagePoolShape } from './pool-shape.js';
 
 export { IMAGE_TYPES };
 
@@ -23,9 +24,9 @@ export interface NsfwImageOptions {
   threshold?: number;
   /** What runs the model. Default onnx (native, about 5 times tfjs's speed). */
   runtime?: ImageRuntime;
-  /** Inference worker threads, one model each. Default: the CPU count, at most 8. */
+  /** Inference worker threads, one model each. Default: imagePoolShape's for this machine. */
   poolSize?: number;
-  /** Inference threads of each worker's model (onnx). Default 1: workers bring the parallelism. */
+  /** Inference threads of each worker's model (onnx). Default: imagePoolShape's. */
   threads?: number;
   /** Largest image examined, in pixels (width x height); larger ones are an error. Default 100 M. */
   maxPixels?: number;
@@ -88,6 +89,8 @@ export class NsfwImageEngine implements ContentEngine {
   private constructor(
     private readonly pool: WorkerPool<ClassifyRequest, ClassifyResult>,
     options: NsfwImageOptions,
+    /** Its workers (at most) and each one's inference threads. */
+    readonly shape: ImagePoolShape,
   ) {
     this.maxBytes = options.maxBytes ?? 50 * 1024 * 1024;
     this.threshold = options.threshold ?? 0.5;
@@ -97,19 +100,24 @@ export class NsfwImageEngine implements ContentEngine {
 
   /** Starts the workers and loads the model in each; fails if the model is missing. */
   static async create(options: NsfwImageOptions = {}): Promise<NsfwImageEngine> {
+    const runtime = options.runtime ?? 'onnx';
+    const shape = imagePoolShape(runtime, availableParallelism(), {
+      workers: options.poolSize ?? 0,
+      threads: options.threads ?? 0,
+    });
     const settings: ClassifierWorkerSettings = {
       modelDir: options.modelDir ?? defaultModelDir(),
-      runtime: options.runtime ?? 'onnx',
-      threads: options.threads ?? 1,
+      runtime,
+      threads: shape.threads,
     };
     const pool = await WorkerPool.create<ClassifyRequest, ClassifyResult>({
       name: 'nsfw-image',
       script: 'nsfw-image/classifier-worker',
-      size: options.poolSize ?? Math.min(availableParallelism(), 8),
+      size: shape.workers,
       workerData: settings,
       log: options.log,
     });
-    return new NsfwImageEngine(pool, options);
+    return new NsfwImageEngine(pool, options, shape);
   }
 
   wants(contentType: string): boolean {
