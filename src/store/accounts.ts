@@ -5,6 +5,14 @@ import { QueryTemplate } from './query-template.js';
 import type { AccountsTable, Database } from './schema.js';
 
 // Items of accounts that do not enforce their balance are charged with their result (every item).
+// Every accepted item takes one: built once.
+const takeCredit = new QueryTemplate(1, (db, id: string) =>
+  db
+    .updateTable('accounts')
+    .set((eb) => ({ balance: eb('balance', '-', 1) }))
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('enforce_balance', '=', 0), eb('balance', '>=', 1)])),
+);
 const addCredits = new QueryTemplate(2, (db, id: string, credits: number) =>
   db
     .updateTable('accounts')
@@ -143,13 +151,8 @@ export class AccountRepository {
    * does not enforce its balance always pays (its balance may go below zero, counting use).
    */
   async takeCredit(id: string): Promise<boolean> {
-    const result = await this.db
-      .updateTable('accounts')
-      .set((eb) => ({ balance: eb('balance', '-', 1) }))
-      .where('id', '=', id)
-      .where((eb) => eb.or([eb('enforce_balance', '=', 0), eb('balance', '>=', 1)]))
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    const result = await takeCredit.execute(this.db, id);
+    return (result.numAffectedRows ?? 0n) > 0n;
   }
 
   /** Adds `credits` to the balance (negative: takes them, unconditionally): refunds and charges. */

@@ -3,11 +3,17 @@ import type { Job, JobKind, JobStage, LegacyJobOptions } from '../domain/records
 import { AccountRepository } from './accounts.js';
 import { announce, JobAnnouncements } from './job-announcements.js';
 import {
+  claimDueJobs,
   claimUnchanged,
+  contentOfJob,
+  deleteJob,
   downloadedPerAccount,
   dueOfAccount,
   earliestRunAfter,
+  inFlightOfAccount,
   inFlightPerAccount,
+  insertJob,
+  insertJobContent,
   jobById,
   nextDueAfterAccount,
   withContent,
@@ -121,35 +127,28 @@ export class JobRepository {
   }
 
   private async insertRow(db: Kysely<Database>, job: Job, stage: JobStage): Promise<void> {
-    await db
-      .insertInto('jobs')
-      .values({
-        id: job.id,
-        account_id: job.accountId,
-        api_key_id: job.apiKeyId,
-        api_version: job.apiVersion,
-        kind: job.kind,
-        state: job.state,
-        location: job.location,
-        spool_key: job.spoolKey,
-        metadata: JSON.stringify(job.metadata),
-        callback: job.callback,
-        attempts: job.attempts,
-        run_after: job.runAfter,
-        creation_date: job.creationDate,
-        legacy: job.legacy ? JSON.stringify(job.legacy) : null,
-        last_error: job.lastError ?? null,
-        size: job.size ?? 0,
-        credit_held: job.creditHeld === true ? 1 : 0,
-        stage,
-      })
-      .execute();
-    if (job.content != null) {
-      await db
-        .insertInto('job_contents')
-        .values({ job_id: job.id, content: job.content })
-        .execute();
-    }
+    await insertJob.execute(
+      db,
+      job.id,
+      job.accountId,
+      job.apiKeyId,
+      job.apiVersion,
+      job.kind,
+      job.state,
+      job.location,
+      job.spoolKey,
+      JSON.stringify(job.metadata),
+      job.callback,
+      job.attempts,
+      job.runAfter,
+      job.creationDate,
+      job.legacy ? JSON.stringify(job.legacy) : null,
+      job.lastError ?? null,
+      job.size ?? 0,
+      job.creditHeld === true ? 1 : 0,
+      stage,
+    );
+    if (job.content != null) await insertJobContent.execute(db, job.id, job.content);
   }
 
   /** Bytes held in the spool by unfinished jobs: in all, and of one account. */
@@ -238,6 +237,12 @@ export class JobRepository {
     return new Map(rows.map((row) => [row.account_id, Number(row.count)]));
   }
 
+  /** `inFlightByAccount` for one account: its jobs of `stage` processing with a live lease. */
+  async inFlightOfAccount(stage: JobStage, accountId: string, now: string): Promise<number> {
+    const { rows } = await inFlightOfAccount.execute(this.db, now, stage, accountId);
+    return Number(rows[0]?.count ?? 0);
+  }
+
   /**
    * Fetches per account that hold downloaded content in the spool, waiting for (or in) their
    * scan: with the downloads in flight, what an account's download cap counts, so downloads
@@ -316,7 +321,7 @@ export class JobRepository {
     const row = rows[0];
     if (row === undefined || row.run_after > now) return null;
     if (stage !== undefined && row.stage !== stage) return null;
-    return this.claimRow(row, leaseUntil);
+    return this.claimRow({ ...row, content: null }, leaseUntil);
   }
 
   /**
@@ -338,28 +343,34 @@ export class JobRepository {
     // One statement claims them all, each only if it may still be claimed now: in a claim round's
     // transaction on SQLite (write lock held) every row read is; elsewhere one claimed meanwhile
     // by another worker is left out.
-    const updated = await this.db
-      .updateTable('jobs')
-      .set((eb) => ({
-        state: 'processing',
-        attempts: eb('attempts', '+', 1),
-        run_after: leaseUntil,
-        last_error: null,
-      }))
-      .where(
-        'id',
-        'in',
-        due.map((row) => row.id),
-      )
-      .where('run_after', '<=', now)
-      .returning(['id', 'attempts'])
-      .execute();
+    const ids = due.map((row) => row.id);
+    const template = claimDueJobs[ids.length - 1];
+    const updated =
+      template !== undefined
+        ? (await template.execute(this.db, leaseUntil, now, ...ids)).rows
+        : await this.db
+            .updateTable('jobs')
+            .set((eb) => ({
+              state: 'processing',
+              attempts: eb('attempts', '+', 1),
+              run_after: leaseUntil,
+              last_error: null,
+            }))
+            .where('id', 'in', ids)
+            .where('run_after', '<=', now)
+            .returning(['id', 'attempts'])
+            .execute();
     const attempts = new Map(updated.map((row) => [row.id, row.attempts]));
-    return due.flatMap((row) => {
+    const claimed: Job[] = [];
+    for (const row of due) {
       const counted = attempts.get(row.id);
-      if (counted === undefined) return [];
-      return [toJob({ ...row, state: 'processing', attempts: counted, run_after: leaseUntil })];
-    });
+      if (counted === undefined) continue;
+      const content = await this.contentOf(row.id);
+      claimed.push(
+        toJob({ ...row, content, state: 'processing', attempts: counted, run_after: leaseUntil }),
+      );
+    }
+    return claimed;
   }
 
   /**
@@ -401,6 +412,12 @@ export class JobRepository {
     return claimed;
   }
 
+  /** A small upload's content kept with its job; null for the others. */
+  private async contentOf(id: string): Promise<Buffer | null> {
+    const { rows } = await contentOfJob.execute(this.db, id);
+    return rows[0]?.content ?? null;
+  }
+
   /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */
   private async claimRow(row: JobRow, leaseUntil: string): Promise<Job | null> {
     const attempts = row.attempts + 1;
@@ -414,7 +431,8 @@ export class JobRepository {
       row.run_after,
     );
     if ((result.numAffectedRows ?? 0n) === 0n) return null;
-    return toJob({ ...row, state: 'processing', attempts, run_after: leaseUntil });
+    const content = row.content ?? (await this.contentOf(row.id));
+    return toJob({ ...row, content, state: 'processing', attempts, run_after: leaseUntil });
   }
 
   /** Extends the leases of jobs this worker is still processing. */
@@ -486,7 +504,7 @@ export class JobRepository {
 
   /** False when there was no such job. */
   async delete(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('jobs').where('id', '=', id).executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    const result = await deleteJob.execute(this.db, id);
+    return (result.numAffectedRows ?? 0n) > 0n;
   }
 }
