@@ -188,8 +188,14 @@ export async function startService(
   logger = createLogger(config),
   testHooks: ServiceTestHooks = {},
 ): Promise<RunningService> {
-  const openedStore = await openStore(config, (error) =>
-    logger.warn({ err: error }, 'database connection lost'),
+  const openedStore = await openStore(
+    config,
+    (error) => logger.warn({ err: error }, 'database connection lost'),
+    (message) =>
+      logger.warn(
+        { reason: message },
+        'SQLite checkpoint failed; the connection checkpoints itself',
+      ),
   );
   // On PostgreSQL, jobs and callbacks are dispatched through pg-boss: the store announces each
   // one that becomes due in the transaction that made it due.

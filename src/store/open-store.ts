@@ -16,8 +16,9 @@ export interface StoreSettings {
 export async function openStore(
   settings: StoreSettings,
   onConnectionError: (error: Error) => void = () => {},
+  onCheckpointError: (message: string) => void = () => {},
 ): Promise<Store> {
-  if (settings.databaseUrl === '') return openSqliteStore(settings.dataDir);
+  if (settings.databaseUrl === '') return openSqliteStore(settings.dataDir, onCheckpointError);
   const { openPostgresStore } = await import('./dialects/postgres.js');
   return openPostgresStore(settings.databaseUrl, {
     poolSize: settings.databasePoolSize,

@@ -94,6 +94,8 @@ export class Store {
     readonly db: Kysely<Database>,
     private readonly syncCommitted: () => Promise<void> = async () => {},
     readonly dispatch?: WorkDispatch,
+    /** Called before the connection closes (SQLite's checkpointing thread stops). */
+    private readonly beforeClose: () => Promise<void> = async () => {},
   ) {
     this.accounts = new AccountRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
@@ -134,7 +136,7 @@ export class Store {
 
   /** The same database, announcing due work through `dispatch` (pg-boss on PostgreSQL). */
   dispatchingTo(dispatch: WorkDispatch): Store {
-    return new Store(this.db, this.syncCommitted, dispatch);
+    return new Store(this.db, this.syncCommitted, dispatch, this.beforeClose);
   }
 
   /**
@@ -168,6 +170,7 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    await this.beforeClose();
     await this.db.destroy();
   }
 }

@@ -15,6 +15,7 @@ import {
 import { syncFileData } from '../disk-sync.js';
 import type { Database } from '../schema.js';
 import { Store } from '../store.js';
+import { BACKSTOP_CHECKPOINT_PAGES, SqliteCheckpoints } from './sqlite-checkpoints.js';
 
 /**
  * Transactions begin IMMEDIATE: they take the write lock at once, waiting for it up to
@@ -61,8 +62,15 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
   };
 }
 
-/** Opens (creating if needed) the embedded SQLite database in the data dir and migrates it. */
-export async function openSqliteStore(dataDir: string): Promise<Store> {
+/**
+ * Opens (creating if needed) the embedded SQLite database in the data dir and migrates it.
+ * `onCheckpointError`: told when the checkpointing thread fails (the connection's own backstop
+ * checkpoints then keep the WAL bounded).
+ */
+export async function openSqliteStore(
+  dataDir: string,
+  onCheckpointError: (message: string) => void = () => {},
+): Promise<Store> {
   mkdirSync(dataDir, { recursive: true });
   const database = new SQLite(join(dataDir, 'assay.db'));
   // WAL lets readers run beside the writer; NORMAL is durable across process crashes in WAL mode
@@ -74,13 +82,22 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
+  database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
   const walPath = `${database.name}-wal`;
+  const checkpoints = new SqliteCheckpoints(database.name, onCheckpointError);
   const store = new Store(
     new Kysely<Database>({
       dialect: new AssaySqliteDialect({ database: withStatementCache(database) }),
     }),
     () => syncFileData(walPath),
+    undefined,
+    () => checkpoints.stop(),
   );
-  await store.migrate();
+  try {
+    await store.migrate();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   return store;
 }
