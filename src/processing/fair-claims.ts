@@ -29,6 +29,8 @@ export class FairClaims {
 
   /** Accounts found at their cap in each stage's last round: their new jobs wait for a slot. */
   private readonly capped: Record<JobStage, Set<string>> = { download: new Set(), scan: new Set() };
+  /** The only account with due jobs when each stage's last round ended; null: none or several. */
+  private readonly sole: Record<JobStage, string | null> = { download: null, scan: null };
 
   /**
    * Claims up to `free` jobs of `stage`, one per account in turn (the account's oldest due job),
@@ -66,6 +68,7 @@ export class FairClaims {
     const held = await this.heldByAccount(store, stage, now);
     const capped = this.capped[stage];
     capped.clear();
+    this.sole[stage] = null;
     // Accounts passed over since the last claim: meeting one again means a full turn found nothing.
     const passed = new Set<string>();
     while (free > 0) {
@@ -79,6 +82,7 @@ export class FairClaims {
       }
       if (next === null) return 'drained';
       this.lastAccount[stage] = next.accountId;
+      this.sole[stage] = alone ? next.accountId : null;
       if (passed.has(next.accountId)) return 'capped';
       const count = held.get(next.accountId) ?? 0;
       if (count >= perAccount) {
@@ -108,6 +112,11 @@ export class FairClaims {
       }
     }
     return 'full';
+  }
+
+  /** The only account that had due jobs of `stage` when its last round ended, if it saw one. */
+  soleAccount(stage: JobStage): string | null {
+    return this.sole[stage];
   }
 
   /**

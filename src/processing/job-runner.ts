@@ -4,6 +4,7 @@ import type { ContentSpool } from '../spool/content-spool.js';
 import { GroupedCommits } from '../store/grouped-commits.js';
 import { GroupedLookups } from '../store/grouped-lookups.js';
 import type { Store } from '../store/store.js';
+import { ClaimShortcuts } from './claim-shortcuts.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
@@ -65,6 +66,10 @@ export class JobRunner implements JobQueue {
   /** When each stage's round asked to look again (epoch ms), whatever wakes the loop meanwhile. */
   private readonly lookAgainAt: Record<JobStage, number> = { scan: 0, download: 0 };
   private readonly claims: FairClaims;
+  /** Claims without a round while nothing else waits (due list only): claim-shortcuts.ts. */
+  private readonly shortcuts: ClaimShortcuts;
+  /** The job each ending job handed its slot to, run once the ending one is gone. */
+  private readonly handedOff = new Map<string, Job>();
   /** Delivered jobs are claimed together: the messages of one fetch in one statement. */
   private readonly deliveredClaims: Record<JobStage, GroupedLookups<string, Job | null>>;
   private readonly submissions: GroupedCommits;
@@ -102,6 +107,11 @@ export class JobRunner implements JobQueue {
       scan: new ScanJob(processor, spool, options),
     };
     this.claims = new FairClaims(store, options.stages, options.leaseMs);
+    this.shortcuts = new ClaimShortcuts(
+      options.stages.scan,
+      options.leaseMs,
+      () => this.stageRunning.scan.size,
+    );
     const claimDelivered = (stage: JobStage) =>
       new GroupedLookups<string, Job | null>(async (ids) => {
         const now = Date.now();
@@ -151,6 +161,7 @@ export class JobRunner implements JobQueue {
     this.leaseTimer = setInterval(() => void this.renewLeases(), this.options.leaseMs / 3);
     this.leaseTimer.unref();
     if (this.delivery === undefined) {
+      this.shortcuts.enabled = true;
       this.loop.start();
       return;
     }
@@ -236,16 +247,28 @@ export class JobRunner implements JobQueue {
    * soon as a slot is free. The caller removes what it spooled when this throws.
    */
   async submit(job: Job, received: string): Promise<void> {
-    // Submissions arriving together share a transaction and its sync (GroupedCommits).
-    await this.submissions.run(async (store) => {
-      // The item's credit is taken with its job, or neither: refused when the balance is spent.
-      const accepted = await store.jobs.accept(job, {
-        timestamp: job.creationDate,
-        message: received,
-      });
-      if (!accepted) throw new BalanceSpentError();
-    });
     const stage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+    let claimed: Job | null = null;
+    try {
+      // Submissions arriving together share a transaction and its sync (GroupedCommits).
+      await this.submissions.run(async (store) => {
+        if (stage === 'scan' && this.delivery === undefined) {
+          claimed = await this.shortcuts.atAcceptance(store, job);
+        }
+        // The item's credit is taken with its job, or neither: refused when the balance is spent.
+        const accepted = await store.jobs.accept(claimed ?? job, {
+          timestamp: job.creationDate,
+          message: received,
+        });
+        if (!accepted) throw new BalanceSpentError();
+      });
+    } finally {
+      this.shortcuts.settled(job.id);
+    }
+    if (claimed !== null) {
+      this.launch(stage, claimed);
+      return;
+    }
     this.wakeFor(stage, job.accountId);
     // Only this process knows the commit is done: its own workers need not wait for NOTIFY.
     this.delivery?.wake(stage);
@@ -270,6 +293,7 @@ export class JobRunner implements JobQueue {
 
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
+    this.shortcuts.enabled = false;
     this.sweeping = false;
     clearTimeout(this.sweepTimer);
     await this.loop.stop();
@@ -313,6 +337,7 @@ export class JobRunner implements JobQueue {
     for (const stage of stages) this.dirty.delete(stage);
     for (const stage of stages) {
       const free = this.options.stages[stage].slots - this.stageRunning[stage].size;
+      const unclaimedBefore = this.shortcuts.roundStarting();
       const round =
         free <= 0
           ? 'full'
@@ -322,6 +347,10 @@ export class JobRunner implements JobQueue {
               (id) => this.active.has(id),
               (job) => this.launch(stage, job),
             );
+      // A round that did not look (every slot busy) leaves the last look's view as it was.
+      if (stage === 'scan' && free > 0) {
+        this.shortcuts.roundEnded(unclaimedBefore, round, this.claims.soleAccount(stage));
+      }
       const now = Date.now();
       if (round === 'full') this.lookAgainAt[stage] = now + 60_000;
       else if (round === 'capped') this.lookAgainAt[stage] = now + 1000;
@@ -341,6 +370,14 @@ export class JobRunner implements JobQueue {
     const run = this.run(job).finally(() => {
       this.active.delete(job.id);
       this.stageRunning[stage].delete(job.id);
+      const next = this.handedOff.get(job.id);
+      if (next !== undefined) {
+        this.handedOff.delete(job.id);
+        this.launch(stage, next);
+        return;
+      }
+      // No scan known to wait (the next look, within a second, finds other processes' jobs).
+      if (stage === 'scan' && this.shortcuts.nothingWaiting) return;
       // A slot of its stage is free; a finished download may have moved the job to the scan.
       this.dirty.add(stage);
       if (stage === 'download') this.dirty.add('scan');
@@ -398,8 +435,27 @@ export class JobRunner implements JobQueue {
           ),
       };
     }
+    // While its account alone has jobs waiting, the slot passes to the next in the same write.
+    let next: Job | null = null;
+    const handOff =
+      job.stage === 'scan' &&
+      this.delivery === undefined &&
+      this.shortcuts.mayHandOff(job.accountId)
+        ? async (store: Store) => {
+            try {
+              next = await this.shortcuts.handOff(store, job.accountId, (id) =>
+                this.active.has(id),
+              );
+            } catch (error) {
+              // Only a shortcut: the result is recorded all the same, and a round claims the job.
+              next = null;
+              this.logger.warn({ err: error, job: job.id }, 'could not hand a job slot on');
+            }
+          }
+        : undefined;
     try {
-      await outcome.record();
+      await outcome.record(handOff);
+      if (next !== null) this.handedOff.set(job.id, next);
       if (outcome.next !== undefined) this.delivery?.wake(outcome.next);
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });

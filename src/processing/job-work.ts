@@ -63,8 +63,11 @@ export function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['
 
 /** What came of a job's work, to be recorded. */
 export interface JobOutcome {
-  /** Records it (a store write: a failure here is the store's, never the item's). */
-  record(): Promise<unknown>;
+  /**
+   * Records it (a store write: a failure here is the store's, never the item's); `alongside`:
+   * more work for the recording transaction, where the stage records in one (the scan).
+   */
+  record(alongside?: (store: Store) => Promise<void>): Promise<unknown>;
   /** The job's spool file is no longer needed once the outcome is recorded. */
   spoolDone: boolean;
   /** The stage the recorded outcome moves the job to; none: the job is finished. */

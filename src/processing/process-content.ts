@@ -117,12 +117,19 @@ export class ContentProcessor {
    * Records a scanned item. `context.jobId` names the asynchronous job it finishes (whose
    * `received` event is already in the trace); `context.events` come before the verdicts;
    * `context.id` is the id a synchronous item gets (v1.0 ids are UUIDs), a new one by default;
-   * `context.creditHeld`: the item's credit was taken when it was accepted.
+   * `context.creditHeld`: the item's credit was taken when it was accepted; `context.alongside`:
+   * more work for the recording transaction (Completion.alongside).
    */
   async record(
     scanned: ScannedContent,
     submission: Submission,
-    context: { jobId?: string; id?: string; events?: TraceEvent[]; creditHeld: boolean },
+    context: {
+      jobId?: string;
+      id?: string;
+      events?: TraceEvent[];
+      creditHeld: boolean;
+      alongside?: (store: Store) => Promise<void>;
+    },
   ): Promise<StoredFile> {
     const { verdict } = scanned;
     const file: StoredFile = {
@@ -163,6 +170,7 @@ export class ContentProcessor {
       events,
       creditHeld: context.creditHeld,
       verdictKey: verdict.cacheKey,
+      ...(context.alongside === undefined ? {} : { alongside: context.alongside }),
     });
     return file;
   }

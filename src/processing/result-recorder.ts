@@ -34,11 +34,17 @@ export interface Completion {
   creditHeld: boolean;
   /** The verdict cache's key of a complete verdict scanned for this item (VerdictCache). */
   verdictKey?: string | null;
+  /**
+   * More work for the transaction that records it, once it is recorded (the job runner hands the
+   * job's slot on: claim-shortcuts.ts). Run again if the write is retried alone.
+   */
+  alongside?: (store: Store) => Promise<void>;
 }
 
 interface Pending {
   rows: ResultRows;
   deliveries: CallbackDelivery[];
+  alongside: ((store: Store) => Promise<void>) | undefined;
   resolve: (recorded: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -74,6 +80,7 @@ export class ResultRecorder {
     events,
     creditHeld,
     verdictKey = null,
+    alongside,
   }: Completion): Promise<boolean> {
     const deliveries: CallbackDelivery[] = [];
     const refused: TraceEvent[] = [];
@@ -99,7 +106,7 @@ export class ResultRecorder {
       events: [...events, ...refused],
     };
     const recorded = await new Promise<boolean>((resolve, reject) => {
-      this.pending.push({ rows, deliveries, resolve, reject });
+      this.pending.push({ rows, deliveries, alongside, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());
@@ -137,7 +144,7 @@ export class ResultRecorder {
   /** The group's results, and the callbacks of those written, in one transaction. */
   private async write(group: readonly Pending[]): Promise<boolean[]> {
     const rows = group.map((item) => item.rows);
-    if (group.every((item) => item.deliveries.length === 0)) {
+    if (group.every((item) => item.deliveries.length === 0 && item.alongside === undefined)) {
       return this.store.results.recordFinished(rows);
     }
     return this.store.transaction(async (store) => {
@@ -145,6 +152,7 @@ export class ResultRecorder {
       for (const [i, item] of group.entries()) {
         if (!recorded[i]) continue;
         for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
+        await item.alongside?.(store);
       }
       return recorded;
     });

@@ -21,10 +21,11 @@ export class ScanJob implements JobWork {
     const scanned = await this.scan(job, submission);
     return {
       spoolDone: true,
-      record: () =>
+      record: (alongside) =>
         this.processor.record(scanned, submission, {
           jobId: job.id,
           creditHeld: job.creditHeld === true,
+          ...(alongside === undefined ? {} : { alongside }),
         }),
     };
   }
