@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import type { Job } from '../../src/domain/records.js';
+import { ClaimShortcuts } from '../../src/processing/claim-shortcuts.js';
+import { FairClaims } from '../../src/processing/fair-claims.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
+import { tempDir } from '../helpers/service.js';
+
+// The shortcuts serve the due-list runner, which runs on SQLite only (PostgreSQL: pg-boss).
+const LIMITS = { slots: 4, perAccount: 2 };
+const LEASE_MS = 60_000;
+
+async function withStore(t: { after: (fn: () => unknown) => void }): Promise<Store> {
+  const dataDir = tempDir();
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir }));
+  t.after(() => store.close());
+  const now = new Date().toISOString();
+  for (const id of ['account-a', 'account-b']) {
+    await store.accounts.insert({
+      id,
+      name: id,
+      billingEmail: '',
+      subscription: '',
+      balance: 1000,
+      startingBalance: 1000,
+      enforceBalance: false,
+      creationDate: now,
+      modificationDate: now,
+      callbackSecret: 'secret',
+      active: true,
+    });
+    await store.apiKeys.insert({
+      id: `key-${id}`,
+      accountId: id,
+      secretHash: 'x',
+      active: true,
+      tags: [],
+      detectionCategories: [],
+      creationDate: now,
+      lastSeenDate: null,
+      rateLimit: null,
+    });
+  }
+  return store;
+}
+
+function upload(accountId: string, ageMs = 0): Job {
+  const at = new Date(Date.now() - ageMs).toISOString();
+  return {
+    id: randomUUID(),
+    accountId,
+    apiKeyId: `key-${accountId}`,
+    apiVersion: 'v2.2',
+    kind: 'upload',
+    state: 'pending',
+    location: null,
+    spoolKey: null,
+    content: randomBytes(64),
+    metadata: {},
+    callback: null,
+    attempts: 0,
+    runAfter: at,
+    creationDate: at,
+    size: 64,
+  };
+}
+
+/** Accepts `job` as JobRunner.submit does: the shortcut decides in the acceptance's transaction. */
+async function accept(store: Store, shortcuts: ClaimShortcuts, job: Job): Promise<Job | null> {
+  let claimed: Job | null = null;
+  await store.transaction(async (trx) => {
+    claimed = await shortcuts.atAcceptance(trx, job);
+    assert.ok(
+      await trx.jobs.accept(claimed ?? job, { timestamp: job.creationDate, message: 'received' }),
+    );
+  });
+  shortcuts.settled(job.id);
+  return claimed;
+}
+
+/** A scan round of the due list, as JobRunner.tick runs it, told to the shortcuts. */
+async function round(store: Store, claims: FairClaims, shortcuts: ClaimShortcuts, free: number) {
+  const startedAt = shortcuts.roundStarting();
+  const claimed: Job[] = [];
+  const ended = await claims.claim(
+    'scan',
+    free,
+    () => false,
+    (job) => claimed.push(job),
+  );
+  shortcuts.roundEnded(startedAt, ended, claims.soleAccount('scan'));
+  return { ended, claimed };
+}
+
+describe('claims without a round (SQLite)', () => {
+  test('at acceptance: claimed with its lease while nothing waits, never past the account cap', async (t) => {
+    const store = await withStore(t);
+    let running = 0;
+    const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => running);
+    const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
+    shortcuts.enabled = true;
+    // No round has looked yet: the due list may hold anything.
+    assert.equal(await accept(store, shortcuts, upload('account-a')), null);
+    assert.equal((await round(store, claims, shortcuts, 4)).claimed.length, 1);
+    running = 1;
+    // The round found nothing left: the next upload is claimed as it is accepted.
+    const first = await accept(store, shortcuts, upload('account-a'));
+    assert.ok(first);
+    const stored = await store.jobs.findForAccount('account-a', first.id);
+    assert.equal(stored?.state, 'processing');
+    assert.equal(stored?.attempts, 1);
+    assert.ok(Date.parse(stored?.runAfter ?? '') > Date.now() + LEASE_MS / 2, 'leased');
+    running = 2;
+    // Account A holds its cap (2) in the store: its next upload waits, pending.
+    const capped = upload('account-a');
+    assert.equal(await accept(store, shortcuts, capped), null);
+    assert.equal((await store.jobs.findForAccount('account-a', capped.id))?.state, 'pending');
+    // And from then on something waits: account B's upload is not claimed either, until a round.
+    assert.equal(await accept(store, shortcuts, upload('account-b')), null);
+  });
+
+  test('no free slot: pending', async (t) => {
+    const store = await withStore(t);
+    const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => LIMITS.slots);
+    const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
+    shortcuts.enabled = true;
+    await round(store, claims, shortcuts, 4);
+    assert.equal(await accept(store, shortcuts, upload('account-b')), null);
+  });
+
+  test("hand-off: an ending job of the only account waiting gets its oldest due job; another account's upload stops it", async (t) => {
+    const store = await withStore(t);
+    const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => 2);
+    const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
+    shortcuts.enabled = true;
+    const backlog = [
+      upload('account-a', 5000),
+      upload('account-a', 4000),
+      upload('account-a', 3000),
+    ];
+    for (const job of [...backlog, upload('account-a', 2000), upload('account-a', 1000)]) {
+      await accept(store, shortcuts, job);
+    }
+    // The round claims A's cap (2) and finds A alone with jobs left.
+    const { ended, claimed } = await round(store, claims, shortcuts, 4);
+    assert.equal(ended, 'capped');
+    assert.deepEqual(
+      claimed.map((job) => job.id),
+      backlog.slice(0, 2).map((job) => job.id),
+    );
+    assert.equal(shortcuts.mayHandOff('account-b'), false, 'B has no jobs waiting');
+    assert.equal(shortcuts.mayHandOff('account-a'), true);
+    // A's first job ends: in the transaction that removes it, its slot goes to A's oldest due job.
+    const handed = await store.transaction(async (trx) => {
+      assert.ok(await trx.jobs.delete(claimed[0]?.id ?? ''));
+      return shortcuts.handOff(trx, 'account-a', () => false);
+    });
+    assert.equal(handed?.id, backlog[2]?.id);
+    assert.equal(handed?.attempts, 1);
+    assert.equal(
+      (await store.jobs.inFlightByAccount('scan', new Date().toISOString())).get('account-a'),
+      2,
+    );
+    // B's upload waits now: A's jobs no longer hand off until a round has given B its turn.
+    assert.equal(await accept(store, shortcuts, upload('account-b')), null);
+    assert.equal(shortcuts.mayHandOff('account-a'), false);
+    await store.transaction(async (trx) => {
+      assert.equal(await shortcuts.handOff(trx, 'account-a', () => false), null);
+    });
+    const turn = await round(store, claims, shortcuts, 2);
+    assert.deepEqual(
+      turn.claimed.map((job) => job.accountId),
+      ['account-b'],
+      'the round serves B (A is at its cap)',
+    );
+  });
+
+  test('off (the runner stopping): neither shortcut', async (t) => {
+    const store = await withStore(t);
+    const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => 0);
+    const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
+    shortcuts.enabled = true;
+    await round(store, claims, shortcuts, 4);
+    shortcuts.enabled = false;
+    assert.equal(await accept(store, shortcuts, upload('account-a')), null);
+    assert.equal(shortcuts.mayHandOff('account-a'), false);
+  });
+});
