@@ -84,7 +84,7 @@ async function accept(store: Store, shortcuts: ClaimShortcuts, job: Job): Promis
 }
 
 /** A scan round of the due list, as JobRunner.tick runs it, told to the shortcuts. */
-async function round(store: Store, claims: FairClaims, shortcuts: ClaimShortcuts, free: number) {
+async function round(claims: FairClaims, shortcuts: ClaimShortcuts, free: number) {
   const startedAt = shortcuts.roundStarting();
   const claimed: Job[] = [];
   const ended = await claims.claim(
@@ -106,7 +106,7 @@ describe('claims without a round (SQLite)', () => {
     shortcuts.enabled = true;
     // No round has looked yet: the due list may hold anything.
     assert.equal(await accept(store, shortcuts, upload('account-a')), null);
-    assert.equal((await round(store, claims, shortcuts, 4)).claimed.length, 1);
+    assert.equal((await round(claims, shortcuts, 4)).claimed.length, 1);
     running = 1;
     // The round found nothing left: the next upload is claimed as it is accepted.
     const first = await accept(store, shortcuts, upload('account-a'));
@@ -129,7 +129,7 @@ describe('claims without a round (SQLite)', () => {
     const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => LIMITS.slots);
     const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
     shortcuts.enabled = true;
-    await round(store, claims, shortcuts, 4);
+    await round(claims, shortcuts, 4);
     assert.equal(await accept(store, shortcuts, upload('account-b')), null);
   });
 
@@ -147,7 +147,7 @@ describe('claims without a round (SQLite)', () => {
       await accept(store, shortcuts, job);
     }
     // The round claims A's cap (2) and finds A alone with jobs left.
-    const { ended, claimed } = await round(store, claims, shortcuts, 4);
+    const { ended, claimed } = await round(claims, shortcuts, 4);
     assert.equal(ended, 'capped');
     assert.deepEqual(
       claimed.map((job) => job.id),
@@ -172,7 +172,7 @@ describe('claims without a round (SQLite)', () => {
     await store.transaction(async (trx) => {
       assert.equal(await shortcuts.handOff(trx, 'account-a', () => false), null);
     });
-    const turn = await round(store, claims, shortcuts, 2);
+    const turn = await round(claims, shortcuts, 2);
     assert.deepEqual(
       turn.claimed.map((job) => job.accountId),
       ['account-b'],
@@ -185,7 +185,7 @@ describe('claims without a round (SQLite)', () => {
     const shortcuts = new ClaimShortcuts(LIMITS, LEASE_MS, () => 0);
     const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
     shortcuts.enabled = true;
-    await round(store, claims, shortcuts, 4);
+    await round(claims, shortcuts, 4);
     shortcuts.enabled = false;
     assert.equal(await accept(store, shortcuts, upload('account-a')), null);
     assert.equal(shortcuts.mayHandOff('account-a'), false);
