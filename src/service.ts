@@ -351,7 +351,16 @@ export async function startService(
       logger.child({ component: 'callbacks' }),
       dispatch ?? undefined,
     );
-    const recorder = new ResultRecorder(store, () => callbacks.notify(), metrics);
+    const recorder = new ResultRecorder(
+      store,
+      () => callbacks.notify(),
+      metrics,
+      (error, results) =>
+        logger.warn(
+          { err: error, results },
+          'a group commit of results failed; its results are written one by one',
+        ),
+    );
     const processor = new ContentProcessor(
       store,
       scanner,

@@ -79,6 +79,8 @@ export class ClaimShortcuts {
    */
   async atAcceptance(store: Store, job: Job): Promise<Job | null> {
     this.reserved.delete(job.id);
+    // Off (no due-list runner here, or stopping): no round will look, so nothing is tracked.
+    if (!this.open) return null;
     const started = this.running() + this.reserved.size;
     if (!this.nothingWaiting || started >= this.limits.slots) return this.pending(job);
     const now = Date.now();

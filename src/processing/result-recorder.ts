@@ -65,10 +65,15 @@ export class ResultRecorder {
   private readonly pending: Pending[] = [];
   private flushing = false;
 
+  /**
+   * @param onGroupFailed told why a group's write failed (a dropped connection, one item's
+   * error) before its results are written one at a time.
+   */
   constructor(
     private readonly store: Store,
     private readonly onCallbackQueued: () => void,
     private readonly events: ProcessingEvents = UNOBSERVED,
+    private readonly onGroupFailed: (error: unknown, results: number) => void = () => {},
   ) {}
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
@@ -128,6 +133,7 @@ export class ResultRecorder {
           group[0]?.reject(error);
           continue;
         }
+        this.onGroupFailed(error, group.length);
         for (const item of group) {
           await this.write([item]).then(
             ([one]) => item.resolve(one === true),

@@ -59,6 +59,22 @@ export const insertJob = new QueryTemplate(18, (db, ...row: JobRowArguments) =>
 export const insertJobContent = new QueryTemplate(2, (db, id: string, content: Buffer) =>
   db.insertInto('job_contents').values({ job_id: id, content }),
 );
+/** Every async submission reads it (the spool quota): the bytes held in all and by one account. */
+export const spooledBytesOf = new QueryTemplate(1, (db, accountId: string) =>
+  db
+    .selectFrom('jobs')
+    .select((eb) => [
+      eb.fn.coalesce(eb.fn.sum<number>('size'), eb.lit(0)).as('total'),
+      eb.fn
+        .coalesce(
+          eb.fn.sum<number>(
+            eb.case().when('account_id', '=', accountId).then(eb.ref('size')).else(0).end(),
+          ),
+          eb.lit(0),
+        )
+        .as('account'),
+    ]),
+);
 export const deleteJob = new QueryTemplate(1, (db, id: string) =>
   db.deleteFrom('jobs').where('id', '=', id),
 );

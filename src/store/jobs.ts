@@ -14,6 +14,7 @@ import {
   inFlightPerAccount,
   insertJob,
   insertJobContent,
+  spooledBytesOf,
   jobById,
   nextDueAfterAccount,
   withContent,
@@ -153,21 +154,8 @@ export class JobRepository {
 
   /** Bytes held in the spool by unfinished jobs: in all, and of one account. */
   async spooledBytes(accountId: string): Promise<{ total: number; account: number }> {
-    const row = await this.db
-      .selectFrom('jobs')
-      .select((eb) => [
-        eb.fn.coalesce(eb.fn.sum<number>('size'), eb.lit(0)).as('total'),
-        eb.fn
-          .coalesce(
-            eb.fn.sum<number>(
-              eb.case().when('account_id', '=', accountId).then(eb.ref('size')).else(0).end(),
-            ),
-            eb.lit(0),
-          )
-          .as('account'),
-      ])
-      .executeTakeFirstOrThrow();
-    return { total: Number(row.total), account: Number(row.account) };
+    const { rows } = await spooledBytesOf.execute(this.db, accountId);
+    return { total: Number(rows[0]?.total ?? 0), account: Number(rows[0]?.account ?? 0) };
   }
 
   /** Bytes held in the spool by unfinished jobs: in all, and by the account holding the most. */
