@@ -332,22 +332,14 @@ export class JobRepository {
     // transaction on SQLite (write lock held) every row read is; elsewhere one claimed meanwhile
     // by another worker is left out.
     const ids = due.map((row) => row.id);
-    const template = claimDueJobs[ids.length - 1];
-    const updated =
-      template !== undefined
-        ? (await template.execute(this.db, leaseUntil, now, ...ids)).rows
-        : await this.db
-            .updateTable('jobs')
-            .set((eb) => ({
-              state: 'processing',
-              attempts: eb('attempts', '+', 1),
-              run_after: leaseUntil,
-              last_error: null,
-            }))
-            .where('id', 'in', ids)
-            .where('run_after', '<=', now)
-            .returning(['id', 'attempts'])
-            .execute();
+    // In statements of at most claimDueJobs.length ids (a round claims up to its free slots).
+    const updated: Array<{ id: string; attempts: number }> = [];
+    for (let start = 0; start < ids.length; start += claimDueJobs.length) {
+      const chunk = ids.slice(start, start + claimDueJobs.length);
+      const template = claimDueJobs[chunk.length - 1];
+      if (template === undefined) continue; // unreachable: chunk.length is 1 to the templates'
+      updated.push(...(await template.execute(this.db, leaseUntil, now, ...chunk)).rows);
+    }
     const attempts = new Map(updated.map((row) => [row.id, row.attempts]));
     const claimed: Job[] = [];
     for (const row of due) {
