@@ -14,9 +14,9 @@ import {
   inFlightPerAccount,
   insertJob,
   insertJobContent,
-  spooledBytesOf,
   jobById,
   nextDueAfterAccount,
+  spooledBytesOf,
   withContent,
 } from './job-statements.js';
 import { prepared } from './prepared.js';
