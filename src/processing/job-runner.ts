@@ -82,6 +82,10 @@ export class JobRunner implements JobQueue {
   /** Looks for ended leases go on until stop. */
   private sweeping = true;
   private readonly stopping = new AbortController();
+  /** Set when stop begins: deliveries are no longer claimed, or launched once claimed. */
+  private closing = false;
+  /** Claims of delivered jobs in flight (see stop). */
+  private readonly claiming = new Set<Promise<unknown>>();
 
   /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
   constructor(
@@ -181,7 +185,24 @@ export class JobRunner implements JobQueue {
    * finished one is not, and its delivery ends.
    */
   private async delivered(stage: JobStage, id: string): Promise<void> {
-    if (this.stopping.signal.aborted) throw new Error('stopping: delivered again later');
+    if (this.closing) throw new Error('stopping: delivered again later');
+    const claimed = this.claimDelivered(stage, id);
+    // Stop waits for claims in flight: one answered after it began must not run unwatched.
+    this.claiming.add(claimed);
+    let launched: { run: Promise<void> } | undefined;
+    try {
+      launched = await claimed;
+    } finally {
+      this.claiming.delete(claimed);
+    }
+    await launched?.run;
+  }
+
+  /** Claims a delivered job and launches it: its run, or undefined when it does not run here. */
+  private async claimDelivered(
+    stage: JobStage,
+    id: string,
+  ): Promise<{ run: Promise<void> } | undefined> {
     let job: Job | null;
     try {
       job = await this.deliveredClaims[stage].get(id);
@@ -199,15 +220,20 @@ export class JobRunner implements JobQueue {
         released ? 'a claim lost its answer; the job was put back' : 'a claim failed',
       );
       // Released: announced again with it, so this delivery ends; else pg-boss delivers it again.
-      if (released) return;
+      if (released) return undefined;
       throw error;
     }
     if (job === null) {
       await this.store.jobs.redispatch({ id });
-      return;
+      return undefined;
     }
-    this.launch(stage, job);
-    await this.active.get(job.id);
+    if (this.closing) {
+      // Claimed as the process stops: put back at once (the attempt not counted) for the next
+      // process, rather than run while the engines and the store close (its lease would hold it).
+      await this.store.jobs.release(job.id, new Date().toISOString(), { refund: true });
+      return undefined;
+    }
+    return { run: this.launch(stage, job) };
   }
 
   /**
@@ -293,6 +319,7 @@ export class JobRunner implements JobQueue {
 
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
+    this.closing = true;
     this.shortcuts.enabled = false;
     this.sweeping = false;
     clearTimeout(this.sweepTimer);
@@ -302,6 +329,8 @@ export class JobRunner implements JobQueue {
         (['scan', 'download'] as const).map((stage) => this.delivery?.stopDelivering(stage)),
       );
     }
+    // Each is launched (then waited for below) or put back.
+    await Promise.allSettled([...this.claiming]);
     const running = [...this.active.keys()];
     const timeout = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, graceMs, 'timeout').unref(),
@@ -365,7 +394,7 @@ export class JobRunner implements JobQueue {
     return Math.min(...STAGES.map((stage) => this.lookAgainAt[stage])) - Date.now();
   }
 
-  private launch(stage: JobStage, job: Job): void {
+  private launch(stage: JobStage, job: Job): Promise<void> {
     this.stageRunning[stage].add(job.id);
     const run = this.run(job).finally(() => {
       this.active.delete(job.id);
@@ -384,6 +413,7 @@ export class JobRunner implements JobQueue {
       this.loop.notify();
     });
     this.active.set(job.id, run);
+    return run;
   }
 
   /** Never rejects: an outcome that cannot be stored is retried until the store takes it. */
