@@ -137,6 +137,11 @@ export class ClaimShortcuts {
     return next ?? null;
   }
 
+  /** A job that ran here is back in the due list (a retry): it waits like an upload left pending. */
+  putBack(job: Job): void {
+    if (this.open) this.pending(job);
+  }
+
   private pending(job: Job): null {
     this.unclaimed += 1;
     this.unseen.push({ seq: this.unclaimed, accountId: job.accountId });

@@ -22,6 +22,9 @@ const STORE_UNREACHABLE = 'the database could not be reached';
 /** Recording a job's outcome failed (a store write): nothing is the item's fault. */
 export class RecordingError extends Error {}
 
+/** How a job's attempt left it: finished (a result), or back in the due list for a later one. */
+export type JobEnd = 'ended' | 'put back';
+
 /** What a job waits for: a new kind of wait gets its own trace line. */
 type Outage = 'engine' | 'store' | 'spool';
 
@@ -57,13 +60,14 @@ export class JobFailures {
   }
 
   /** Attempts are counted at the claim: this job's attempts ended without an outcome. */
-  async exhausted(job: Job): Promise<void> {
+  async exhausted(job: Job): Promise<JobEnd> {
     const lastError = job.lastError ?? null;
     const last =
       lastError === null
         ? 'ended without an outcome (the process may have stopped during it)'
         : `failed: ${lastError}`;
     await this.giveUp(job, `gave up after ${job.attempts - 1} attempts; the last ${last}`);
+    return 'ended';
   }
 
   /**
@@ -71,23 +75,24 @@ export class JobFailures {
    * slot and is put back, its attempt not counted, as soon as the store takes writes again; at
    * shutdown, or if this process dies, its lease brings it back instead.
    */
-  async releaseWhenPossible(job: Job, error: unknown): Promise<void> {
+  async releaseWhenPossible(job: Job, error: unknown): Promise<JobEnd> {
     this.logger.error(
       { err: error, job: job.id },
       'could not record what became of a job; it is released once the store takes writes again',
     );
     for (let delay = this.options.engineRetryMs; !this.stopping.aborted; ) {
       await sleep(delay, undefined, { signal: this.stopping }).catch(() => {});
-      if (this.stopping.aborted) return;
+      if (this.stopping.aborted) break;
       try {
         await this.store.jobs.release(job.id, new Date().toISOString(), { refund: true });
         this.logger.info({ job: job.id }, 'job released after the store failed');
-        return;
+        break;
       } catch (retryError) {
         this.logger.error({ err: retryError, job: job.id }, 'could not release a job yet');
       }
       delay = Math.min(2 * delay, MAX_STORE_RETRY_DELAY_MS);
     }
+    return 'put back';
   }
 
   /** False when the engine shares the data dir's disk and that disk cannot hold the content. */
@@ -102,41 +107,36 @@ export class JobFailures {
   }
 
   /** Decides what a failed attempt means: an outage to wait out, or a counted failure. */
-  async failed(job: Job, error: unknown): Promise<void> {
+  async failed(job: Job, error: unknown): Promise<JobEnd> {
     const failedAt = Date.now();
     if (error instanceof RecordingError) {
       // The store, not the item: wait like an outage (the writes below may fail as well).
       this.logger.error({ err: error.cause, job: job.id }, 'could not record a job outcome');
       // The trace is the client's: the database's address stays in the log.
       const cause = isStoreUnavailable(error.cause) ? STORE_UNREACHABLE : describe(error.cause);
-      await this.waitOut(job, 'store', `${error.message}: ${cause}`);
-      return;
+      return this.waitOut(job, 'store', `${error.message}: ${cause}`);
     }
     // The spool does not answer (the cause, naming its path or bucket, goes to the log only).
     if (error instanceof SpoolUnavailableError) {
       this.logger.warn({ err: error, job: job.id }, 'the spool is not answering');
-      await this.waitOut(job, 'spool', error.message);
-      return;
+      return this.waitOut(job, 'spool', error.message);
     }
     // A read the work needed (the job's key, say) found the store out of reach. (An engine's or an
     // S3 spool's refused connection looks the same: those are told apart above and below.)
     if (!(error instanceof EngineUnavailableError) && isStoreUnavailable(error)) {
       this.logger.error({ err: error, job: job.id }, 'the store failed during a job');
-      await this.waitOut(job, 'store', STORE_UNREACHABLE);
-      return;
+      return this.waitOut(job, 'store', STORE_UNREACHABLE);
     }
     // Content that never reached the engine (down or restarting) cannot have made it fail.
     if (
       error instanceof EngineUnavailableError &&
       (error.notReached || !(await this.probe.answers(failedAt)))
     ) {
-      await this.waitOut(job, 'engine', error.message);
-      return;
+      return this.waitOut(job, 'engine', error.message);
     }
     // The probe's few bytes found room; this item's temporary copy may not have: a full disk.
     if (error instanceof EngineUnavailableError && !(await this.roomToScan(job))) {
-      await this.waitOut(job, 'engine', `${error.message}; the disk has no room to scan it`);
-      return;
+      return this.waitOut(job, 'engine', `${error.message}; the disk has no room to scan it`);
     }
     // The engine scans other content (or the failure is unexpected): this item counts it.
     const reason = describe(error);
@@ -146,7 +146,7 @@ export class JobFailures {
     );
     if (job.attempts >= this.options.maxAttempts) {
       await this.giveUp(job, `gave up after ${job.attempts} attempts; the last failed: ${reason}`);
-      return;
+      return 'ended';
     }
     const delay = Math.min(
       this.options.engineRetryMs * 2 ** (job.attempts - 1),
@@ -160,17 +160,18 @@ export class JobFailures {
       );
       await store.jobs.release(job.id, retryAt, { refund: false, error: reason });
     });
+    return 'put back';
   }
 
   /** A part fails for everyone: wait without using an attempt, up to the age limit. */
-  private async waitOut(job: Job, outage: Outage, reason: string): Promise<void> {
+  private async waitOut(job: Job, outage: Outage, reason: string): Promise<JobEnd> {
     const ageMs = Date.now() - Date.parse(job.creationDate);
     if (ageMs >= this.options.maxAgeMs) {
       await this.giveUp(
         job,
         `could not be processed for ${Math.round(ageMs / 1000)} s, the most a job may wait (ASSAY_JOB_MAX_AGE); the last failure: ${reason}`,
       );
-      return;
+      return 'ended';
     }
     const retryAt = new Date(Date.now() + this.options.engineRetryMs).toISOString();
     const noted = this.waiting.get(job.id) === outage;
@@ -188,6 +189,7 @@ export class JobFailures {
       { job: job.id, retryAt, reason },
       `${outage} unavailable; job will be retried`,
     );
+    return 'put back';
   }
 
   /** Ends a job as a result with `error`: never clean, the reason in its trace. */

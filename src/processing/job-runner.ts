@@ -8,7 +8,7 @@ import { ClaimShortcuts } from './claim-shortcuts.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
-import { JobFailures, RecordingError } from './job-failures.js';
+import { type JobEnd, JobFailures, RecordingError } from './job-failures.js';
 import type { JobQueue } from './job-queue.js';
 import {
   type JobOutcome,
@@ -18,6 +18,7 @@ import {
 } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
+import type { Alongside } from './result-recorder.js';
 import { ScanJob } from './scan-job.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
@@ -396,7 +397,7 @@ export class JobRunner implements JobQueue {
 
   private launch(stage: JobStage, job: Job): Promise<void> {
     this.stageRunning[stage].add(job.id);
-    const run = this.run(job).finally(() => {
+    const run = this.run(job).then((end) => {
       this.active.delete(job.id);
       this.stageRunning[stage].delete(job.id);
       const next = this.handedOff.get(job.id);
@@ -405,8 +406,10 @@ export class JobRunner implements JobQueue {
         this.launch(stage, next);
         return;
       }
+      // Back in the due list: a job waits again, and a round sees to its retry.
+      if (end === 'put back') this.shortcuts.putBack(job);
       // No scan known to wait (the next look, within a second, finds other processes' jobs).
-      if (stage === 'scan' && this.shortcuts.nothingWaiting) return;
+      else if (stage === 'scan' && this.shortcuts.nothingWaiting) return;
       // A slot of its stage is free; a finished download may have moved the job to the scan.
       this.dirty.add(stage);
       if (stage === 'download') this.dirty.add('scan');
@@ -417,26 +420,24 @@ export class JobRunner implements JobQueue {
   }
 
   /** Never rejects: an outcome that cannot be stored is retried until the store takes it. */
-  private async run(job: Job): Promise<void> {
+  private async run(job: Job): Promise<JobEnd> {
     try {
-      await this.attempt(job);
+      return await this.attempt(job);
     } catch (error) {
-      await this.failures.releaseWhenPossible(job, error);
+      return this.failures.releaseWhenPossible(job, error);
     }
   }
 
-  private async attempt(job: Job): Promise<void> {
+  private async attempt(job: Job): Promise<JobEnd> {
     // Counted when claimed: this job's attempts ended without an outcome, maybe the process.
-    if (job.attempts > this.options.maxAttempts) {
-      await this.failures.exhausted(job);
-      return;
-    }
+    if (job.attempts > this.options.maxAttempts) return this.failures.exhausted(job);
     try {
       await this.process(job);
-      this.failures.succeeded(job);
     } catch (error) {
-      await this.failures.failed(job, error);
+      return this.failures.failed(job, error);
     }
+    this.failures.succeeded(job);
+    return 'ended';
   }
 
   private async process(job: Job): Promise<void> {
@@ -467,19 +468,21 @@ export class JobRunner implements JobQueue {
     }
     // While its account alone has jobs waiting, the slot passes to the next in the same write.
     let next: Job | null = null;
-    const handOff =
+    const handOff: Alongside | undefined =
       job.stage === 'scan' &&
       this.delivery === undefined &&
       this.shortcuts.mayHandOff(job.accountId)
-        ? async (store: Store) => {
+        ? async (store) => {
             try {
-              next = await this.shortcuts.handOff(store, job.accountId, (id) =>
+              const claimed = await this.shortcuts.handOff(store, job.accountId, (id) =>
                 this.active.has(id),
               );
+              // Taken only once the write commits: a rolled-back claim is no claim.
+              return claimed === null ? undefined : () => (next = claimed);
             } catch (error) {
               // Only a shortcut: the result is recorded all the same, and a round claims the job.
-              next = null;
               this.logger.warn({ err: error, job: job.id }, 'could not hand a job slot on');
+              return undefined;
             }
           }
         : undefined;

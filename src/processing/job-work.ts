@@ -7,6 +7,7 @@ import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
 import type { Submission } from './process-content.js';
+import type { Alongside } from './result-recorder.js';
 
 /** What scanning a job's content needs to know beyond the job. */
 export interface JobScanOptions {
@@ -67,7 +68,7 @@ export interface JobOutcome {
    * Records it (a store write: a failure here is the store's, never the item's); `alongside`:
    * more work for the recording transaction, where the stage records in one (the scan).
    */
-  record(alongside?: (store: Store) => Promise<void>): Promise<unknown>;
+  record(alongside?: Alongside): Promise<unknown>;
   /** The job's spool file is no longer needed once the outcome is recorded. */
   spoolDone: boolean;
   /** The stage the recorded outcome moves the job to; none: the job is finished. */

@@ -11,7 +11,7 @@ import type {
 import type { Store } from '../store/store.js';
 import { BalanceSpentError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
-import type { ResultRecorder } from './result-recorder.js';
+import type { Alongside, ResultRecorder } from './result-recorder.js';
 import type { ContentScanner, ContentVerdict } from './scan-content.js';
 
 export interface Submission {
@@ -128,7 +128,7 @@ export class ContentProcessor {
       id?: string;
       events?: TraceEvent[];
       creditHeld: boolean;
-      alongside?: (store: Store) => Promise<void>;
+      alongside?: Alongside;
     },
   ): Promise<StoredFile> {
     const { verdict } = scanned;

@@ -34,17 +34,21 @@ export interface Completion {
   creditHeld: boolean;
   /** The verdict cache's key of a complete verdict scanned for this item (VerdictCache). */
   verdictKey?: string | null;
-  /**
-   * More work for the transaction that records it, once it is recorded (the job runner hands the
-   * job's slot on: claim-shortcuts.ts). Run again if the write is retried alone.
-   */
-  alongside?: (store: Store) => Promise<void>;
+  /** More work for the transaction that records it (see Alongside). */
+  alongside?: Alongside;
 }
+
+/**
+ * Work for the transaction that records an item, once the item is recorded in it (the job runner
+ * hands the job's slot on: claim-shortcuts.ts); run again if the write is retried alone. What it
+ * returns runs once that transaction commits: a rolled-back attempt's finding is never acted on.
+ */
+export type Alongside = (store: Store) => Promise<(() => void) | undefined>;
 
 interface Pending {
   rows: ResultRows;
   deliveries: CallbackDelivery[];
-  alongside: ((store: Store) => Promise<void>) | undefined;
+  alongside: Alongside | undefined;
   resolve: (recorded: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -153,15 +157,20 @@ export class ResultRecorder {
     if (group.every((item) => item.deliveries.length === 0 && item.alongside === undefined)) {
       return this.store.results.recordFinished(rows);
     }
-    return this.store.transaction(async (store) => {
+    const committed: Array<() => void> = [];
+    const recorded = await this.store.transaction(async (store) => {
+      committed.length = 0;
       const recorded = await store.results.recordFinished(rows);
       for (const [i, item] of group.entries()) {
         if (!recorded[i]) continue;
         for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
-        await item.alongside?.(store);
+        const then = await item.alongside?.(store);
+        if (then !== undefined) committed.push(then);
       }
       return recorded;
     });
+    for (const then of committed) then();
+    return recorded;
   }
 }
 

@@ -2,8 +2,9 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pollResult, traceOf } from '../helpers/client.js';
+import { pollResult, traceOf, waitUntil } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { buildService, startSharedClamd } from '../helpers/service.js';
 
 const MiB = 1024 * 1024;
@@ -90,6 +91,26 @@ describe('a job the engine fails on', () => {
     });
     assert.equal(result.checksum, sha1(content));
     assert.deepEqual(result.findings, []);
+  });
+
+  test('a job waiting out an outage is tried again every ASSAY_ENGINE_RETRY_MS, not at the next look for due jobs (each second)', async (t) => {
+    const { logger, records } = capturedLogger('warn');
+    const svc = await buildService(
+      t,
+      { ASSAY_CLAMD: '/nonexistent/clamd.sock', ASSAY_ENGINE_RETRY_MS: '100' },
+      logger,
+    );
+    const id = await submitAsync(svc.url, svc.auth, randomContent(4096));
+    const tries = () =>
+      records().filter(
+        (line) => line.job === id && line.msg === 'engine unavailable; job will be retried',
+      ).length;
+    await waitUntil('a first try', () => tries() > 0);
+    const before = tries();
+    await sleep(3_000);
+    // About 30 at 100 ms (a try costs a few ms more); one a second would make 3 or 4.
+    const made = tries() - before;
+    assert.ok(made >= 10, `${made} tries in 3 s`);
   });
 
   test('an outage longer than ASSAY_JOB_MAX_AGE: the job ends as an error result', async (t) => {

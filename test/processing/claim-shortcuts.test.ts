@@ -1,74 +1,22 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.js';
 import type { Job } from '../../src/domain/records.js';
 import { ClaimShortcuts } from '../../src/processing/claim-shortcuts.js';
 import { FairClaims } from '../../src/processing/fair-claims.js';
-import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { tempDir } from '../helpers/service.js';
+import { addAccount, openTestStore, pendingUpload } from '../helpers/store-fixture.js';
 
 // The shortcuts serve the due-list runner, which runs on SQLite only (PostgreSQL: pg-boss).
 const LIMITS = { slots: 4, perAccount: 2 };
 const LEASE_MS = 60_000;
 
 async function withStore(t: { after: (fn: () => unknown) => void }): Promise<Store> {
-  const dataDir = tempDir();
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir }));
-  t.after(() => store.close());
-  const now = new Date().toISOString();
-  for (const id of ['account-a', 'account-b']) {
-    await store.accounts.insert({
-      id,
-      name: id,
-      billingEmail: '',
-      subscription: '',
-      balance: 1000,
-      startingBalance: 1000,
-      enforceBalance: false,
-      creationDate: now,
-      modificationDate: now,
-      callbackSecret: 'secret',
-      active: true,
-    });
-    await store.apiKeys.insert({
-      id: `key-${id}`,
-      accountId: id,
-      secretHash: 'x',
-      active: true,
-      tags: [],
-      detectionCategories: [],
-      creationDate: now,
-      lastSeenDate: null,
-      rateLimit: null,
-    });
-  }
+  const { store } = await openTestStore(t, { sqlite: true });
+  for (const id of ['account-a', 'account-b']) await addAccount(store, id);
   return store;
 }
 
-function upload(accountId: string, ageMs = 0): Job {
-  const at = new Date(Date.now() - ageMs).toISOString();
-  return {
-    id: randomUUID(),
-    accountId,
-    apiKeyId: `key-${accountId}`,
-    apiVersion: 'v2.2',
-    kind: 'upload',
-    state: 'pending',
-    location: null,
-    spoolKey: null,
-    content: randomBytes(64),
-    metadata: {},
-    callback: null,
-    attempts: 0,
-    runAfter: at,
-    creationDate: at,
-    size: 64,
-  };
-}
+const upload = pendingUpload;
 
 /** Accepts `job` as JobRunner.submit does: the shortcut decides in the acceptance's transaction. */
 async function accept(store: Store, shortcuts: ClaimShortcuts, job: Job): Promise<Job | null> {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -7,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { tempDir } from '../helpers/service.js';
+import { addAccount, pendingUpload } from '../helpers/store-fixture.js';
 
 const MiB = 1024 * 1024;
 
@@ -20,51 +20,11 @@ test("SQLite's WAL is copied into the database by the checkpointing thread, not 
   );
   const database = join(dataDir, 'assay.db');
   const before = statSync(database).size;
-  const now = new Date().toISOString();
-  await store.accounts.insert({
-    id: 'account',
-    name: 'account',
-    billingEmail: '',
-    subscription: '',
-    balance: 0,
-    startingBalance: 0,
-    enforceBalance: false,
-    creationDate: now,
-    modificationDate: now,
-    callbackSecret: 'secret',
-    active: true,
-  });
-  await store.apiKeys.insert({
-    id: 'key',
-    accountId: 'account',
-    secretHash: 'x',
-    active: true,
-    tags: [],
-    detectionCategories: [],
-    creationDate: now,
-    lastSeenDate: null,
-    rateLimit: null,
-  });
+  await addAccount(store, 'account');
   // 8 MiB of job content, a commit each: about 4,300 pages of WAL, below the connection's own
   // checkpoint (10,000), so only the thread can have put it into the database file.
   for (let i = 0; i < 256; i++) {
-    await store.jobs.insert({
-      id: randomUUID(),
-      accountId: 'account',
-      apiKeyId: 'key',
-      apiVersion: 'v2.2',
-      kind: 'upload',
-      state: 'pending',
-      location: null,
-      spoolKey: null,
-      content: randomBytes(32 * 1024),
-      metadata: {},
-      callback: null,
-      attempts: 0,
-      runAfter: now,
-      creationDate: now,
-      size: 32 * 1024,
-    });
+    await store.jobs.insert(pendingUpload('account', 0, 32 * 1024));
   }
   let size = statSync(database).size;
   for (const deadline = Date.now() + 5000; size - before < 8 * MiB && Date.now() < deadline; ) {
