@@ -97,11 +97,11 @@ export const SETTINGS = {
   },
   ASSAY_NSFW_IMAGE_THREADS: {
     default: '0',
-    doc: 'Inference threads of each image worker (onnx); 0: the CPU count, at most 4.',
+    doc: 'Inference threads of each image worker (onnx); 0: one (the most images per CPU).',
   },
   ASSAY_NSFW_WORKERS: {
     default: '0',
-    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8 (onnx images: enough workers of ASSAY_NSFW_IMAGE_THREADS threads to fill the CPUs).',
+    doc: 'Worker threads of each NSFW engine; 0: the CPU count, at most 8 (onnx images: one worker per two CPUs of ASSAY_NSFW_IMAGE_THREADS threads, the other decoding).',
   },
   ASSAY_TRUST_PROXY: {
     default: '',
