@@ -2,9 +2,9 @@ import type { Logger } from 'pino';
 import type { Job, JobStage } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import { GroupedCommits } from '../store/grouped-commits.js';
-import { GroupedLookups } from '../store/grouped-lookups.js';
 import type { Store } from '../store/store.js';
 import { ClaimShortcuts } from './claim-shortcuts.js';
+import { DeliveredJobs } from './delivered-jobs.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
@@ -22,19 +22,6 @@ import type { Alongside } from './result-recorder.js';
 import { ScanJob } from './scan-job.js';
 import type { WorkDelivery } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
-
-/** A claim of delivered jobs failed: it may have committed, holding them until `leaseUntil`. */
-class ClaimFailedError extends Error {
-  constructor(
-    readonly leaseUntil: string,
-    override readonly cause: unknown,
-  ) {
-    super('claiming delivered jobs failed', { cause });
-  }
-}
-
-/** A delivering runner looks for jobs whose worker died at least this often after a look. */
-const LEASE_SWEEP_MIN_MS = 100;
 
 const STAGES = ['scan', 'download'] as const;
 
@@ -71,22 +58,15 @@ export class JobRunner implements JobQueue {
   private readonly shortcuts: ClaimShortcuts;
   /** The job each ending job handed its slot to, run once the ending one is gone. */
   private readonly handedOff = new Map<string, Job>();
-  /** Delivered jobs are claimed together: the messages of one fetch in one statement. */
-  private readonly deliveredClaims: Record<JobStage, GroupedLookups<string, Job | null>>;
+  /** Where jobs come from on PostgreSQL (pg-boss); undefined: the store's due list. */
+  private readonly deliveries: DeliveredJobs | undefined;
   private readonly submissions: GroupedCommits;
   /** What each job was submitted as (its key's categories read at most every half second). */
   private readonly submissionsOf: JobSubmissions;
   private readonly failures: JobFailures;
   private readonly work: Record<JobStage, JobWork>;
   private leaseTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  /** Looks for ended leases go on until stop. */
-  private sweeping = true;
   private readonly stopping = new AbortController();
-  /** Set when stop begins: deliveries are no longer claimed, or launched once claimed. */
-  private closing = false;
-  /** Claims of delivered jobs in flight (see stop). */
-  private readonly claiming = new Set<Promise<unknown>>();
 
   /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
   constructor(
@@ -117,23 +97,12 @@ export class JobRunner implements JobQueue {
       options.leaseMs,
       () => this.stageRunning.scan.size,
     );
-    const claimDelivered = (stage: JobStage) =>
-      new GroupedLookups<string, Job | null>(async (ids) => {
-        const now = Date.now();
-        const leaseUntil = new Date(now + options.leaseMs).toISOString();
-        try {
-          const claimed = await store.jobs.claimMany(
-            ids,
-            new Date(now).toISOString(),
-            leaseUntil,
-            stage,
+    this.deliveries =
+      delivery === undefined
+        ? undefined
+        : new DeliveredJobs(store, delivery, options, logger, (stage, job) =>
+            this.launch(stage, job),
           );
-          return ids.map((id) => claimed.get(id) ?? null);
-        } catch (error) {
-          throw new ClaimFailedError(leaseUntil, error);
-        }
-      });
-    this.deliveredClaims = { scan: claimDelivered('scan'), download: claimDelivered('download') };
     this.submissions = new GroupedCommits(store, {
       durable: true,
       // A spent balance fails its group too: the others are then written alone, as expected.
@@ -165,106 +134,12 @@ export class JobRunner implements JobQueue {
     }
     this.leaseTimer = setInterval(() => void this.renewLeases(), this.options.leaseMs / 3);
     this.leaseTimer.unref();
-    if (this.delivery === undefined) {
-      this.shortcuts.enabled = true;
-      this.loop.start();
+    if (this.deliveries !== undefined) {
+      await this.deliveries.start();
       return;
     }
-    // Jobs written without a dispatch (migrate-store, an older version) are announced once.
-    const announced = await this.store.jobs.redispatch({ unheldAt: new Date().toISOString() });
-    if (announced > 0) this.logger.info({ jobs: announced }, 'jobs waiting were dispatched');
-    for (const stage of ['scan', 'download'] as const) {
-      const { slots, perAccount } = this.options.stages[stage];
-      await this.delivery.deliver(stage, { slots, perAccount }, (id) => this.delivered(stage, id));
-    }
-    await this.sweepEndedLeases();
-  }
-
-  /**
-   * A delivered job: claimed and run to its end. One that cannot be claimed now (finished, not due
-   * yet, held by a live worker, or in another stage) is announced again for when it can be; a
-   * finished one is not, and its delivery ends.
-   */
-  private async delivered(stage: JobStage, id: string): Promise<void> {
-    if (this.closing) throw new Error('stopping: delivered again later');
-    const claimed = this.claimDelivered(stage, id);
-    // Stop waits for claims in flight: one answered after it began must not run unwatched.
-    this.claiming.add(claimed);
-    let launched: { run: Promise<void> } | undefined;
-    try {
-      launched = await claimed;
-    } finally {
-      this.claiming.delete(claimed);
-    }
-    await launched?.run;
-  }
-
-  /** Claims a delivered job and launches it: its run, or undefined when it does not run here. */
-  private async claimDelivered(
-    stage: JobStage,
-    id: string,
-  ): Promise<{ run: Promise<void> } | undefined> {
-    let job: Job | null;
-    try {
-      job = await this.deliveredClaims[stage].get(id);
-    } catch (caught) {
-      if (!(caught instanceof ClaimFailedError)) throw caught;
-      const { leaseUntil, cause: error } = caught;
-      // A claim can commit and lose its answer with its connection: this process would then hold
-      // a job it does not run until the lease ends (a minute). Put back at once if so (issue 25).
-      const released = await this.store.jobs.release(id, new Date().toISOString(), {
-        refund: true,
-        leasedUntil: leaseUntil,
-      });
-      this.logger.warn(
-        { err: error, job: id, released },
-        released ? 'a claim lost its answer; the job was put back' : 'a claim failed',
-      );
-      // Released: announced again with it, so this delivery ends; else pg-boss delivers it again.
-      if (released) return undefined;
-      throw error;
-    }
-    if (job === null) {
-      await this.store.jobs.redispatch({ id });
-      return undefined;
-    }
-    if (this.closing) {
-      // Claimed as the process stops: put back at once (the attempt not counted) for the next
-      // process, rather than run while the engines and the store close (its lease would hold it).
-      await this.store.jobs.release(job.id, new Date().toISOString(), { refund: true });
-      return undefined;
-    }
-    return { run: this.launch(stage, job) };
-  }
-
-  /**
-   * Jobs whose worker died (their lease ended unrenewed) are announced again. The next look is when
-   * the earliest lease running now ends (at once if it ended), or one lease from now when none
-   * runs (a job claimed later ends no sooner), so an idle deployment's database is left alone; a
-   * failed look is tried again in a second.
-   */
-  private async sweepEndedLeases(): Promise<void> {
-    if (!this.sweeping || this.delivery === undefined) return;
-    let waitMs = 1000;
-    try {
-      const now = Date.now();
-      const { announced, nextEnd } = await this.store.jobs.announceEndedLeases(
-        new Date(now).toISOString(),
-      );
-      if (announced > 0)
-        this.logger.warn({ jobs: announced }, 'jobs whose lease ended were dispatched');
-      const next = nextEnd === null ? now + this.options.leaseMs : Date.parse(nextEnd);
-      waitMs = Math.min(next, now + this.options.leaseMs) - Date.now();
-    } catch (error) {
-      this.logger.error({ err: error }, 'could not look for jobs whose lease ended');
-    }
-    if (!this.sweeping) return; // stopped during the look
-    clearTimeout(this.sweepTimer);
-    this.sweepTimer = setTimeout(
-      () => void this.sweepEndedLeases(),
-      Math.max(LEASE_SWEEP_MIN_MS, waitMs),
-    );
-    this.sweepTimer.unref();
+    this.shortcuts.enabled = true;
+    this.loop.start();
   }
 
   /**
@@ -320,18 +195,10 @@ export class JobRunner implements JobQueue {
 
   /** Takes no new jobs, lets running ones finish for up to `graceMs`, then parks the rest. */
   async stop(graceMs: number): Promise<void> {
-    this.closing = true;
     this.shortcuts.enabled = false;
-    this.sweeping = false;
-    clearTimeout(this.sweepTimer);
     await this.loop.stop();
-    if (this.delivery !== undefined) {
-      await Promise.all(
-        (['scan', 'download'] as const).map((stage) => this.delivery?.stopDelivering(stage)),
-      );
-    }
-    // Each is launched (then waited for below) or put back.
-    await Promise.allSettled([...this.claiming]);
+    // Deliveries claimed by now are launched (then waited for below) or put back.
+    await this.deliveries?.stop();
     const running = [...this.active.keys()];
     const timeout = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, graceMs, 'timeout').unref(),
