@@ -352,6 +352,14 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     );
   }
 
+  /** WorkDispatch: the rows whose message in `kind`'s queue is active (a worker runs it, or died). */
+  async running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
+    const { rows } = await sql<{ key: string }>`
+      SELECT singleton_key AS key FROM ${sql.table(`${this.schema}.job`)}
+      WHERE name = ${queueOf(kind)} AND state = 'active' AND singleton_key IS NOT NULL`.execute(db);
+    return rows.map((row) => row.key);
+  }
+
   /** WorkDispatch: the rows of `ids` with a message waiting (created or to be retried) in `kind`'s queue. */
   async waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();

@@ -80,6 +80,7 @@ export class JobAnnouncements {
       await this.announceRows(dispatch, rows, { dropHeld: false });
       return rows.length;
     }
+    await this.dropUnheldMessages();
     // At start: a backlog announced before is mostly waiting already (a worker that restarts would
     // otherwise send every pending job again: two statements each). Asked in pages.
     let announced = 0;
@@ -100,6 +101,34 @@ export class JobAnnouncements {
       announced += missing.length;
     }
     return announced;
+  }
+
+  /**
+   * At a worker's start: drops the active messages of jobs no claim holds. A worker that dies
+   * between putting its job back (its next message sent with it) and completing its message leaves
+   * that message active, counted in its account's group until pg-boss's monitor finds its
+   * heartbeat stale (a minute or two): a few of them fill the group and stop the account's jobs.
+   * A live worker's message is active a moment before its claim too; dropping it is harmless (the
+   * claim goes on, and completing a dropped message changes nothing).
+   */
+  private async dropUnheldMessages(): Promise<void> {
+    for (const stage of ['scan', 'download'] as const) {
+      const running = (await this.dispatch.running?.(this.db, stage)) ?? [];
+      if (running.length === 0) continue;
+      const held = await this.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('id', 'in', running)
+        .where('state', '=', 'processing')
+        .where('stage', '=', stage)
+        .execute();
+      const heldIds = new Set(held.map((row) => row.id));
+      await this.dispatch.dropHeld?.(
+        this.db,
+        stage,
+        running.filter((id) => !heldIds.has(id)),
+      );
+    }
   }
 
   /**

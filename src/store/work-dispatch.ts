@@ -43,6 +43,8 @@ export interface WorkDispatch {
    * again would change nothing): a worker's start then sends only what is missing, not its backlog.
    */
   waiting?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>>;
+  /** The rows of `kind` whose announcement a worker is running now (pg-boss: active messages). */
+  running?(db: Kysely<Database>, kind: WorkKind): Promise<string[]>;
 }
 
 /**
@@ -77,6 +79,10 @@ export class GatheredDispatch implements WorkDispatch {
 
   waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
     return this.dispatch.waiting?.(db, kind, ids) ?? Promise.resolve(new Set());
+  }
+
+  running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
+    return this.dispatch.running?.(db, kind) ?? Promise.resolve([]);
   }
 
   /** Sends what was gathered, in `db`'s transaction. */
