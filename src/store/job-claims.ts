@@ -1,0 +1,152 @@
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import type { Job, JobStage } from '../domain/records.js';
+import { type JobRow, toJob } from './job-rows.js';
+import {
+  claimDueJobs,
+  claimUnchanged,
+  contentOfJob,
+  dueOfAccount,
+  jobById,
+} from './job-statements.js';
+import { prepared } from './prepared.js';
+import type { Database } from './schema.js';
+
+/**
+ * Claims of jobs: each a lease (`run_after`, the lease's end, with `state` processing) and an
+ * attempt counted, taken only if the job may still be claimed when the statement runs, so that of
+ * two workers claiming one job only one gets it.
+ */
+export class JobClaims {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * Takes a job that may be claimed by `now` and holds it until `leaseUntil`, counting an attempt;
+   * null when it is not claimable (another worker took it first). The job returned carries the
+   * attempt count including this one and `lastError` of the previous attempt; the stored error is
+   * cleared, so an attempt that never records an outcome (the process died) leaves none.
+   */
+  async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
+    if (stage !== undefined && this.db.getExecutor().adapter instanceof PostgresAdapter) {
+      return (await this.claimMany([id], now, leaseUntil, stage)).get(id) ?? null;
+    }
+    const { rows } = await jobById.execute(this.db, id);
+    const row = rows[0];
+    if (row === undefined || row.run_after > now) return null;
+    if (stage !== undefined && row.stage !== stage) return null;
+    return this.claimRow({ ...row, content: null }, leaseUntil);
+  }
+
+  /**
+   * Claims up to `limit` of one account's jobs of `stage` that may be claimed by `now`, oldest
+   * first, skipping those `skip` names (running here). One index seek for the candidates, then one
+   * conditional update: a job another worker claimed in between is left out.
+   */
+  async claimDue(
+    stage: JobStage,
+    accountId: string,
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    skip: (id: string) => boolean = () => false,
+  ): Promise<Job[]> {
+    const { rows } = await dueOfAccount.execute(this.db, stage, accountId, now, limit);
+    const due = rows.filter((row) => !skip(row.id));
+    if (due.length === 0) return [];
+    // One statement claims them all, each only if it may still be claimed now: in a claim round's
+    // transaction on SQLite (write lock held) every row read is; elsewhere one claimed meanwhile
+    // by another worker is left out.
+    const ids = due.map((row) => row.id);
+    // In statements of at most claimDueJobs.length ids (a round claims up to its free slots).
+    const updated: Array<{ id: string; attempts: number }> = [];
+    for (let start = 0; start < ids.length; start += claimDueJobs.length) {
+      const chunk = ids.slice(start, start + claimDueJobs.length);
+      const template = claimDueJobs[chunk.length - 1];
+      if (template === undefined) continue; // unreachable: chunk.length is 1 to the templates'
+      updated.push(...(await template.execute(this.db, leaseUntil, now, ...chunk)).rows);
+    }
+    const attempts = new Map(updated.map((row) => [row.id, row.attempts]));
+    const claimed: Job[] = [];
+    for (const row of due) {
+      const counted = attempts.get(row.id);
+      if (counted === undefined) continue;
+      const content = await this.contentOf(row.id);
+      claimed.push(
+        toJob({ ...row, content, state: 'processing', attempts: counted, run_after: leaseUntil }),
+      );
+    }
+    return claimed;
+  }
+
+  /**
+   * `claim` for several jobs of `stage` at once (the messages of one fetch): one statement on
+   * PostgreSQL, a claim each on SQLite. The jobs claimed, by id; one not claimable is left out.
+   * On PostgreSQL each row is updated only if it may be claimed now, and comes back with the error
+   * its last attempt left (which the claim clears); a concurrent claim makes PostgreSQL check the
+   * condition again on the row it committed, so only one of two claims gets a job. (The ids are
+   * named on the updated table too: joined only through the CTE, PostgreSQL scanned every job, 2.6
+   * ms of its CPU per item with a backlog of 1000.)
+   */
+  async claimMany(
+    ids: readonly string[],
+    now: string,
+    leaseUntil: string,
+    stage: JobStage,
+  ): Promise<Map<string, Job>> {
+    const claimed = new Map<string, Job>();
+    if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
+      for (const id of ids) {
+        const job = await this.claim(id, now, leaseUntil, stage);
+        if (job !== null) claimed.set(id, job);
+      }
+      return claimed;
+    }
+    const { rows } = await sql<JobRow & { previous_error: string | null }>`${prepared}
+      WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ANY(${[...ids]}::text[]))
+      UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
+        run_after = ${leaseUntil}, last_error = NULL
+      FROM previous LEFT JOIN job_contents ON job_contents.job_id = previous.id
+      WHERE jobs.id = ANY(${[...ids]}::text[]) AND jobs.id = previous.id
+        AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
+      RETURNING jobs.*, job_contents.content, previous.last_error AS previous_error`.execute(
+      this.db,
+    );
+    for (const { previous_error: lastError, ...row } of rows) {
+      claimed.set(row.id, toJob({ ...row, last_error: lastError }));
+    }
+    return claimed;
+  }
+
+  /** A small upload's content kept with its job; null for the others. */
+  private async contentOf(id: string): Promise<Buffer | null> {
+    const { rows } = await contentOfJob.execute(this.db, id);
+    return rows[0]?.content ?? null;
+  }
+
+  /** Holds `row`'s job until `leaseUntil`, counting an attempt, if it is unchanged since read. */
+  private async claimRow(row: JobRow, leaseUntil: string): Promise<Job | null> {
+    const attempts = row.attempts + 1;
+    // Unchanged since read (attempts and run_after): another worker did not claim it in between.
+    const result = await claimUnchanged.execute(
+      this.db,
+      attempts,
+      leaseUntil,
+      row.id,
+      row.attempts,
+      row.run_after,
+    );
+    if ((result.numAffectedRows ?? 0n) === 0n) return null;
+    const content = row.content ?? (await this.contentOf(row.id));
+    return toJob({ ...row, content, state: 'processing', attempts, run_after: leaseUntil });
+  }
+
+  /** Extends the leases of jobs this worker is still processing. */
+  async renewLeases(ids: readonly string[], leaseUntil: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db
+      .updateTable('jobs')
+      .set({ run_after: leaseUntil })
+      .where('id', 'in', ids)
+      .where('state', '=', 'processing')
+      .execute();
+  }
+}
