@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { WorkDispatch } from '../store/work-dispatch.js';
-import type { QueueCounts } from './pg-boss-dispatch.js';
+import type { QueueCounts } from './message-queries.js';
 
 /** Announces due work and delivers it: one adapter per backend. */
 export interface Dispatch extends WorkDispatch, WorkDelivery {

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type Db, fromKysely, PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
@@ -6,6 +6,8 @@ import type { WorkDelivery } from '../processing/work-delivery.js';
 import type { Database } from '../store/schema.js';
 import type { DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
 import { GroupFetches, type Message } from './group-fetches.js';
+import { MessageQueries, type QueueCounts } from './message-queries.js';
+
 import { QueuePoller } from './queue-poller.js';
 
 /** The queues the service dispatches on PostgreSQL: one per kind of work. */
@@ -59,14 +61,6 @@ export interface WorkOptions {
 }
 
 /** Counts of one queue, live: for a worker's readiness report. */
-export interface QueueCounts {
-  /** Waiting and due (including jobs waiting for a retry). */
-  queued: number;
-  /** Waiting for a later start (`startAfter`). */
-  deferred: number;
-  /** Held by a worker now. */
-  active: number;
-}
 
 /** The queue each kind of work is dispatched on. */
 export function queueOf(kind: WorkKind): string {
@@ -95,6 +89,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
   private readonly expireInSeconds: number;
   private readonly pollSeconds: number;
   private readonly schema: string;
+  private readonly messages: MessageQueries;
   private readonly logger: Logger;
   private readonly fetches: GroupFetches;
 
@@ -137,6 +132,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
     this.fetches = new GroupFetches(this.boss, this.schema);
+    this.messages = new MessageQueries(this.boss, this.schema);
     // pg-boss reports failed polls, heartbeats and maintenance here; unhandled, an 'error' event
     // would end the process. Each is logged; pg-boss keeps polling and recovers when the database
     // is back.
@@ -337,37 +333,19 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
    * heartbeatSeconds + 2 x monitorSeconds); the rows are announced again with the same commit.
    */
   async dropHeld(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
     const queue = queueOf(kind);
-    const { rows } = await sql<{ id: string }>`
-      SELECT id FROM ${sql.table(`${this.schema}.job`)}
-      WHERE name = ${queue} AND state = 'active' AND singleton_key = ANY(${ids}::text[])`.execute(
-      db,
-    );
-    if (rows.length === 0) return;
-    await this.boss.deleteJob(
-      queue,
-      rows.map((row) => row.id),
-      { db: fromKysely(db) },
-    );
+    const held = await this.messages.activeOf(db, queue, ids);
+    if (held.length > 0) await this.boss.deleteJob(queue, held, { db: fromKysely(db) });
   }
 
   /** WorkDispatch: the rows whose message in `kind`'s queue is active (a worker runs it, or died). */
-  async running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
-    const { rows } = await sql<{ key: string }>`
-      SELECT singleton_key AS key FROM ${sql.table(`${this.schema}.job`)}
-      WHERE name = ${queueOf(kind)} AND state = 'active' AND singleton_key IS NOT NULL`.execute(db);
-    return rows.map((row) => row.key);
+  running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
+    return this.messages.runningRows(db, queueOf(kind));
   }
 
   /** WorkDispatch: the rows of `ids` with a message waiting (created or to be retried) in `kind`'s queue. */
-  async waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const { rows } = await sql<{ key: string }>`
-      SELECT singleton_key AS key FROM ${sql.table(`${this.schema}.job`)}
-      WHERE name = ${queueOf(kind)} AND state < 'active'
-        AND singleton_key = ANY(${ids}::text[])`.execute(db);
-    return new Set(rows.map((row) => row.key));
+  waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
+    return this.messages.waitingRows(db, queueOf(kind), ids);
   }
 
   /** WorkDelivery: runs `handler` for each row of `kind` delivered. */
@@ -407,27 +385,9 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
     this.wakeUps.set(queue, { at, timer });
   }
 
-  /**
-   * Live counts per queue (pg-boss's getQueueStats serves a cache up to a monitor pass old). One
-   * indexed scan of the unfinished messages.
-   */
-  async queueStats(): Promise<Record<string, QueueCounts>> {
-    const { rows } = await this.boss.getDb().executeSql(
-      `SELECT name,
-          count(*) FILTER (WHERE state < 'active' AND start_after <= now())::int AS queued,
-          count(*) FILTER (WHERE state < 'active' AND start_after > now())::int AS deferred,
-          count(*) FILTER (WHERE state = 'active')::int AS active
-        FROM ${this.schema}.job
-        WHERE name = ANY($1::text[]) AND state <= 'active'
-        GROUP BY name`,
-      [[...this.queues]],
-    );
-    const stats: Record<string, QueueCounts> = {};
-    for (const name of this.queues) stats[name] = { queued: 0, deferred: 0, active: 0 };
-    for (const row of rows as Array<QueueCounts & { name: string }>) {
-      stats[row.name] = { queued: row.queued, deferred: row.deferred, active: row.active };
-    }
-    return stats;
+  /** Live counts per queue (MessageQueries.counts). */
+  queueStats(): Promise<Record<string, QueueCounts>> {
+    return this.messages.counts(this.queues);
   }
 
   /**

@@ -5,11 +5,8 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  PgBossDispatch,
-  type PgBossDispatchOptions,
-  type QueueCounts,
-} from '../../src/queue/pg-boss-dispatch.js';
+import type { QueueCounts } from '../../src/queue/message-queries.js';
+import { PgBossDispatch, type PgBossDispatchOptions } from '../../src/queue/pg-boss-dispatch.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { waitUntil } from '../helpers/client.js';
