@@ -180,7 +180,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
     const shared = {
       ASSAY_DATABASE_URL: database,
       ASSAY_SPOOL_DIR: spool,
-      ASSAY_ACCOUNT_JOB_CONCURRENCY: '8',
+      // One account may use every slot (ASSAY_JOB_CONCURRENCY, 8 by default).
+      ASSAY_ACCOUNT_JOB_CONCURRENCY: process.env.ASSAY_JOB_CONCURRENCY ?? '8',
     };
     const api = await startAssay(socket, join(work, `workers-${workers}-api`), {
       ...shared,
