@@ -1,4 +1,5 @@
 import type { Job } from '../domain/records.js';
+import type { RunningJobs } from '../store/job-claims.js';
 import type { Store } from '../store/store.js';
 import type { ClaimRound, StageLimits } from './fair-claims.js';
 
@@ -6,11 +7,12 @@ import type { ClaimRound, StageLimits } from './fair-claims.js';
 const SOLE_ACCOUNT_TRUSTED_MS = 1000;
 
 /**
- * Claims of uploads without a round of the due list, for the due-list runner (SQLite), where a
+ * Claims of uploads without a round of the due list, for the due-list runner, where a
  * round (a transaction, due-list seeks, cap counts, a commit) was most of what an async item cost
  * beyond a sync one (issue 28). Each stands for the round that would have claimed the same job:
  *
- * - **At acceptance.** While nothing waits (the scan stage's last round found no due job, and every
+ * - **At acceptance** (SQLite only: on PostgreSQL an acceptance's transaction must not wait for
+ *   the claim lock). While nothing waits (the scan stage's last round found no due job, and every
  *   upload accepted since was claimed this way), an upload that finds a free slot and its account
  *   under its cap (counted in the store, so across processes) is written already claimed, with
  *   its lease and its first attempt, in its acceptance's transaction, and runs once committed.
@@ -18,9 +20,12 @@ const SOLE_ACCOUNT_TRUSTED_MS = 1000;
  *   other, less than a second ago, and every upload left waiting since is that account's), a job
  *   of that account that ends hands its slot to the account's oldest due job, claimed in the
  *   transaction that records the result: the account's count toward its cap does not change.
+ *   The hand-offs of one group of results are one claim (on PostgreSQL one statement for them
+ *   all: a claim of its own beside the result's write, on another connection, measured slower).
  *
  * Accounts still take turns: any other account's waiting upload stops both until a round has
- * looked. Jobs left due by other processes are found by the next round, within a second. A
+ * looked. Jobs left due by other processes are found by the next round: signalled on PostgreSQL
+ * (they count as waiting, of their account), within a second on SQLite. A
  * process that dies before running a job claimed so leaves a leased row, given back when its
  * lease ends, as for any claim.
  */
@@ -34,6 +39,8 @@ export class ClaimShortcuts {
   private drainedAt = -1;
   /** The only account with due jobs at the last round's end, and when; null: none or several. */
   private sole: { accountId: string; at: number } | null = null;
+  /** Hand-offs asked for in each transaction now, claimed together (handOff). */
+  private readonly handOffs = new Map<Store, { count: number; claimed: Promise<Job[]> }>();
   /** Jobs claimed at acceptance in a transaction not committed yet: they hold a slot already. */
   private readonly reserved = new Set<string>();
 
@@ -117,24 +124,41 @@ export class ClaimShortcuts {
 
   /**
    * In the transaction recording the end of a job of `accountId`: its slot to the account's oldest
-   * due job, claimed (null: none is due, or another account's upload came meanwhile).
+   * due job, claimed (null: none is due, or another account's upload came meanwhile). Hand-offs
+   * asked for together in one transaction (a group of results) are one claim of as many jobs.
    */
-  async handOff(
-    store: Store,
-    accountId: string,
-    running: (id: string) => boolean,
-  ): Promise<Job | null> {
+  async handOff(store: Store, accountId: string, running: RunningJobs): Promise<Job | null> {
     if (!this.mayHandOff(accountId)) return null;
-    const now = Date.now();
-    const [next] = await store.jobs.claimDue(
-      'scan',
-      accountId,
-      new Date(now).toISOString(),
-      new Date(now + this.leaseMs).toISOString(),
-      1,
-      running,
-    );
-    return next ?? null;
+    let batch = this.handOffs.get(store);
+    if (batch === undefined) {
+      const created = { count: 0, claimed: Promise.resolve<Job[]>([]) };
+      // Claimed once every hand-off asked for in this turn of the event loop has joined.
+      created.claimed = Promise.resolve().then(() => {
+        this.handOffs.delete(store);
+        const now = Date.now();
+        return store.jobs.claimDue(
+          'scan',
+          accountId,
+          new Date(now).toISOString(),
+          new Date(now + this.leaseMs).toISOString(),
+          created.count,
+          running,
+        );
+      });
+      this.handOffs.set(store, created);
+      batch = created;
+    }
+    const index = batch.count;
+    batch.count += 1;
+    return (await batch.claimed)[index] ?? null;
+  }
+
+  /**
+   * Another process made a job of `accountId` due (PostgreSQL's signal): it waits like an upload
+   * left pending here, so a finished job starts a round, and another account's stops hand-offs.
+   */
+  dueElsewhere(accountId: string): void {
+    if (this.open) this.pending({ accountId });
   }
 
   /** A job that ran here is back in the due list (a retry): it waits like an upload left pending. */
@@ -142,7 +166,7 @@ export class ClaimShortcuts {
     if (this.open) this.pending(job);
   }
 
-  private pending(job: Job): null {
+  private pending(job: Pick<Job, 'accountId'>): null {
     this.unclaimed += 1;
     this.unseen.push({ seq: this.unclaimed, accountId: job.accountId });
     return null;

@@ -26,7 +26,6 @@ export class DownloadJob implements JobWork {
     return {
       // The scan reads the file.
       spoolDone: false,
-      next: 'scan',
       record: async () => {
         const moved = await this.store.transaction(async (store) => {
           if (!(await store.jobs.downloaded(job.id, spooled, new Date().toISOString()))) {

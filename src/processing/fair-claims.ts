@@ -1,4 +1,5 @@
 import type { Job, JobStage } from '../domain/records.js';
+import type { RunningJobs } from '../store/job-claims.js';
 import type { Store } from '../store/store.js';
 
 /** A stage's slots in this process, and how many of them one account may hold in all processes. */
@@ -14,8 +15,8 @@ export type ClaimRound = 'full' | 'capped' | 'drained';
  * Claims due jobs of one stage fairly: accounts with due jobs take turns (round-robin from the
  * account served last), each up to its cap. The caps are counted in the store (processing jobs
  * with a live lease; for downloads also the fetches already downloaded and not yet scanned), so
- * they hold across every process sharing it; on pg-boss, a queue per stage with the account as
- * the job's `group` and the cap as `groupConcurrency`.
+ * they hold across every process sharing it: a round's transaction first waits for any other
+ * process's round of the stage (SQLite's write lock; an advisory lock on PostgreSQL).
  */
 export class FairClaims {
   /** The account served last in each stage: claims go round-robin from the next one. */
@@ -42,7 +43,7 @@ export class FairClaims {
   async claim(
     stage: JobStage,
     free: number,
-    running: (id: string) => boolean,
+    running: RunningJobs,
     start: (job: Job) => void,
   ): Promise<ClaimRound> {
     // One transaction per round: its reads and claims commit once, not once per job claimed, and
@@ -59,9 +60,10 @@ export class FairClaims {
     store: Store,
     stage: JobStage,
     free: number,
-    running: (id: string) => boolean,
+    running: RunningJobs,
     started: Job[],
   ): Promise<ClaimRound> {
+    await store.jobs.lockClaims(stage);
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + this.leaseMs).toISOString();
     const { perAccount } = this.limits[stage];
@@ -94,8 +96,8 @@ export class FairClaims {
       let claimed: Job[] = [];
       if (room > 0 && alone) {
         claimed = await store.jobs.claimDue(stage, next.accountId, now, leaseUntil, room, running);
-      } else if (room > 0 && !running(next.id)) {
-        const job = await store.jobs.claim(next.id, now, leaseUntil);
+      } else if (room > 0 && !running.has(next.id)) {
+        const job = await store.jobs.claim(next.id, now, leaseUntil, stage);
         if (job !== null) claimed = [job];
       }
       if (claimed.length === 0) {

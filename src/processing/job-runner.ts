@@ -4,7 +4,6 @@ import type { ContentSpool } from '../spool/content-spool.js';
 import { GroupedCommits } from '../store/grouped-commits.js';
 import type { Store } from '../store/store.js';
 import { ClaimShortcuts } from './claim-shortcuts.js';
-import { DeliveredJobs } from './delivered-jobs.js';
 import { DownloadJob } from './download-job.js';
 import { BalanceSpentError, ContentNotExaminedError } from './errors.js';
 import { FairClaims } from './fair-claims.js';
@@ -20,10 +19,17 @@ import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
 import type { Alongside } from './result-recorder.js';
 import { ScanJob } from './scan-job.js';
-import type { WorkDelivery } from './work-delivery.js';
+import type { DueSignals } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
 
 const STAGES = ['scan', 'download'] as const;
+
+/**
+ * How long a round that found nothing due may leave the due list unread: other processes sharing
+ * the store add jobs without telling this one on SQLite; on PostgreSQL they signal each due job
+ * (NOTIFY), and a poll only backs up a lost signal.
+ */
+export const JOB_LOOK_MS = { unsignalled: 1000, signalled: 30_000 } as const;
 
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.
@@ -32,8 +38,8 @@ const STAGES = ['scan', 'download'] as const;
  *   all a remote that never answers holds), then scanned like an upload (a scanning slot).
  * - Claims are leases in the store, renewed while the job runs: a job whose worker died is claimed
  *   again when the lease ends, by this process or another. Which job to claim next comes from the
- *   store's due list, fairly (FairClaims, SQLite), or from a WorkDelivery (pg-boss on PostgreSQL,
- *   the account as the group): each delivery names a job, claimed as in the store.
+ *   store's due list, fairly (FairClaims), on both stores: on PostgreSQL other processes' due
+ *   jobs are signalled (DueSignals), on SQLite looked for every second.
  * - Each stage's work is a JobWork (DownloadJob, ScanJob).
  * - Attempts are counted at the claim, so a job whose processing ends the process stops after
  *   `maxAttempts` instead of ending it at every start. What a failed attempt means is JobFailures'
@@ -58,8 +64,6 @@ export class JobRunner implements JobQueue {
   private readonly shortcuts: ClaimShortcuts;
   /** The job each ending job handed its slot to, run once the ending one is gone. */
   private readonly handedOff = new Map<string, Job>();
-  /** Where jobs come from on PostgreSQL (pg-boss); undefined: the store's due list. */
-  private readonly deliveries: DeliveredJobs | undefined;
   private readonly submissions: GroupedCommits;
   /** What each job was submitted as (its key's categories read at most every half second). */
   private readonly submissionsOf: JobSubmissions;
@@ -68,14 +72,14 @@ export class JobRunner implements JobQueue {
   private leaseTimer: NodeJS.Timeout | undefined;
   private readonly stopping = new AbortController();
 
-  /** @param delivery where due jobs come from; by default the store's due list (WorkLoop). */
+  /** @param signals tells of jobs other processes made due (PostgreSQL); else they are polled for. */
   constructor(
     private readonly store: Store,
     spool: ContentSpool,
     private readonly processor: ContentProcessor,
     private readonly options: JobRunnerOptions,
     private readonly logger: Logger,
-    private readonly delivery?: WorkDelivery,
+    private readonly signals?: DueSignals,
   ) {
     this.submissionsOf = new JobSubmissions(store);
     this.failures = new JobFailures(
@@ -97,12 +101,6 @@ export class JobRunner implements JobQueue {
       options.leaseMs,
       () => this.stageRunning.scan.size,
     );
-    this.deliveries =
-      delivery === undefined
-        ? undefined
-        : new DeliveredJobs(store, delivery, options, logger, (stage, job) =>
-            this.launch(stage, job),
-          );
     this.submissions = new GroupedCommits(store, {
       durable: true,
       // A spent balance fails its group too: the others are then written alone, as expected.
@@ -134,11 +132,8 @@ export class JobRunner implements JobQueue {
     }
     this.leaseTimer = setInterval(() => void this.renewLeases(), this.options.leaseMs / 3);
     this.leaseTimer.unref();
-    if (this.deliveries !== undefined) {
-      await this.deliveries.start();
-      return;
-    }
     this.shortcuts.enabled = true;
+    this.signals?.onDue((stage, accountId) => this.dueElsewhere(stage, accountId));
     this.loop.start();
   }
 
@@ -154,7 +149,9 @@ export class JobRunner implements JobQueue {
     try {
       // Submissions arriving together share a transaction and its sync (GroupedCommits).
       await this.submissions.run(async (store) => {
-        if (stage === 'scan' && this.delivery === undefined) {
+        // Not on PostgreSQL: a claim there holds the claim lock (FairClaims), which an
+        // acceptance's transaction must not wait for while it holds its account's row.
+        if (stage === 'scan' && this.signals === undefined) {
           claimed = await this.shortcuts.atAcceptance(store, job);
         }
         // The item's credit is taken with its job, or neither: refused when the balance is spent.
@@ -172,8 +169,13 @@ export class JobRunner implements JobQueue {
       return;
     }
     this.wakeFor(stage, job.accountId);
-    // Only this process knows the commit is done: its own workers need not wait for NOTIFY.
-    this.delivery?.wake(stage);
+  }
+
+  /** Another process (or this one, heard back) made a job of `accountId` due in `stage`. */
+  private dueElsewhere(stage: JobStage, accountId: string): void {
+    if (!this.loop.isRunning) return;
+    if (stage === 'scan') this.shortcuts.dueElsewhere(accountId);
+    this.wakeFor(stage, accountId);
   }
 
   /**
@@ -197,8 +199,6 @@ export class JobRunner implements JobQueue {
   async stop(graceMs: number): Promise<void> {
     this.shortcuts.enabled = false;
     await this.loop.stop();
-    // Deliveries claimed by now are launched (then waited for below) or put back.
-    await this.deliveries?.stop();
     const running = [...this.active.keys()];
     const timeout = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, graceMs, 'timeout').unref(),
@@ -226,8 +226,8 @@ export class JobRunner implements JobQueue {
    * One round of the due list: claims what the free slots and the accounts' caps allow in each
    * stage (only the stages with news when `woken`: a submission costs no look at the downloads),
    * and says how long the loop may sleep: a minute with every slot taken (a finishing job wakes
-   * it), a second while jobs wait for an account's cap, else until the stage's earliest due job,
-   * at most a second (other processes sharing the store add jobs unannounced).
+   * it), a second while jobs wait for an account's cap (another process's job may end), else until
+   * the stage's earliest due job (a retry, or a lease that ends), at most JOB_LOOK_MS.
    */
   private async tick(woken: boolean): Promise<number> {
     const stages = woken ? STAGES.filter((stage) => this.dirty.has(stage)) : STAGES;
@@ -238,12 +238,7 @@ export class JobRunner implements JobQueue {
       const round =
         free <= 0
           ? 'full'
-          : await this.claims.claim(
-              stage,
-              free,
-              (id) => this.active.has(id),
-              (job) => this.launch(stage, job),
-            );
+          : await this.claims.claim(stage, free, this.active, (job) => this.launch(stage, job));
       // A round that did not look (every slot busy) leaves the last look's view as it was.
       if (stage === 'scan' && free > 0) {
         this.shortcuts.roundEnded(unclaimedBefore, round, this.claims.soleAccount(stage));
@@ -253,9 +248,10 @@ export class JobRunner implements JobQueue {
       else if (round === 'capped') this.lookAgainAt[stage] = now + 1000;
       else {
         const next = await this.store.jobs.nextDue(stage);
+        const lookMs = this.signals === undefined ? JOB_LOOK_MS.unsignalled : JOB_LOOK_MS.signalled;
         this.lookAgainAt[stage] = Math.min(
-          now + 1000,
-          next === null ? now + 1000 : Date.parse(next),
+          now + lookMs,
+          next === null ? now + lookMs : Date.parse(next),
         );
       }
     }
@@ -336,14 +332,10 @@ export class JobRunner implements JobQueue {
     // While its account alone has jobs waiting, the slot passes to the next in the same write.
     let next: Job | null = null;
     const handOff: Alongside | undefined =
-      job.stage === 'scan' &&
-      this.delivery === undefined &&
-      this.shortcuts.mayHandOff(job.accountId)
+      job.stage === 'scan' && this.shortcuts.mayHandOff(job.accountId)
         ? async (store) => {
             try {
-              const claimed = await this.shortcuts.handOff(store, job.accountId, (id) =>
-                this.active.has(id),
-              );
+              const claimed = await this.shortcuts.handOff(store, job.accountId, this.active);
               // Taken only once the write commits: a rolled-back claim is no claim.
               return claimed === null ? undefined : () => (next = claimed);
             } catch (error) {
@@ -356,7 +348,6 @@ export class JobRunner implements JobQueue {
     try {
       await outcome.record(handOff);
       if (next !== null) this.handedOff.set(job.id, next);
-      if (outcome.next !== undefined) this.delivery?.wake(outcome.next);
     } catch (error) {
       throw new RecordingError('the outcome could not be recorded', { cause: error });
     }

@@ -71,8 +71,6 @@ export interface JobOutcome {
   record(alongside?: Alongside): Promise<unknown>;
   /** The job's spool file is no longer needed once the outcome is recorded. */
   spoolDone: boolean;
-  /** The stage the recorded outcome moves the job to; none: the job is finished. */
-  next?: JobStage;
 }
 
 /**

@@ -164,9 +164,13 @@ export class ResultRecorder {
       for (const [i, item] of group.entries()) {
         if (!recorded[i]) continue;
         for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
-        const then = await item.alongside?.(store);
-        if (then !== undefined) committed.push(then);
       }
+      // The group's work alongside starts at once, so that a shortcut may serve all of it in one
+      // statement (ClaimShortcuts.handOff: the slots of a group's jobs in one claim).
+      const thens = await Promise.all(
+        group.map((item, i) => (recorded[i] ? item.alongside?.(store) : undefined)),
+      );
+      for (const then of thens) if (then !== undefined) committed.push(then);
       return recorded;
     });
     for (const then of committed) then();

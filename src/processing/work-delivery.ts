@@ -1,8 +1,19 @@
+import type { JobStage } from '../domain/records.js';
 import type { WorkKind } from '../store/work-dispatch.js';
 
 /**
- * Where background work is delivered from when the store does not hold the due list itself
- * (PostgreSQL: pg-boss). Each delivery names a row (a job or a callback delivery); the handler
+ * Tells a job runner of jobs made due by the processes sharing its store (PostgreSQL: the NOTIFY
+ * each due job's commit sends, WorkDispatch.signal), so that it looks at the due list at once
+ * instead of at its next poll.
+ */
+export interface DueSignals {
+  /** `listener` hears of each job of `accountId` made due in `stage` (its own ones too). */
+  onDue(listener: (stage: JobStage, accountId: string) => void): void;
+}
+
+/**
+ * Where callbacks are delivered from when the store does not hold their due list itself
+ * (PostgreSQL: pg-boss). Each delivery names a row (a callback delivery); the handler
  * claims that row in the store, so a delivery that comes twice does the work once.
  */
 export interface WorkDelivery {

@@ -25,25 +25,6 @@ export class MessageQueries {
     return sql.table(`${this.schema}.job`);
   }
 
-  /** The ids of the active messages of `queue` naming these rows. */
-  async activeOf(db: Kysely<Database>, queue: string, rowIds: string[]): Promise<string[]> {
-    if (rowIds.length === 0) return [];
-    const { rows } = await sql<{ id: string }>`
-      SELECT id FROM ${this.table}
-      WHERE name = ${queue} AND state = 'active' AND singleton_key = ANY(${rowIds}::text[])`.execute(
-      db,
-    );
-    return rows.map((row) => row.id);
-  }
-
-  /** The rows named by an active message of `queue`. */
-  async runningRows(db: Kysely<Database>, queue: string): Promise<string[]> {
-    const { rows } = await sql<{ key: string }>`
-      SELECT singleton_key AS key FROM ${this.table}
-      WHERE name = ${queue} AND state = 'active' AND singleton_key IS NOT NULL`.execute(db);
-    return rows.map((row) => row.key);
-  }
-
   /** Which of these rows a message of `queue` waits for (created or to be retried). */
   async waitingRows(db: Kysely<Database>, queue: string, rowIds: string[]): Promise<Set<string>> {
     if (rowIds.length === 0) return new Set();

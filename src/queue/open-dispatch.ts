@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { WorkDelivery } from '../processing/work-delivery.js';
+import type { DueSignals, WorkDelivery } from '../processing/work-delivery.js';
 import type { WorkDispatch } from '../store/work-dispatch.js';
 import type { QueueCounts } from './message-queries.js';
 
 /** Announces due work and delivers it: one adapter per backend. */
-export interface Dispatch extends WorkDispatch, WorkDelivery {
+export interface Dispatch extends WorkDispatch, WorkDelivery, DueSignals {
   start(): Promise<void>;
   /** Waits up to `graceMs` for handlers still running, then lets their work go to others. */
   stop(graceMs: number): Promise<void>;
@@ -13,9 +13,10 @@ export interface Dispatch extends WorkDispatch, WorkDelivery {
 }
 
 /**
- * The one place that picks how background work is dispatched: through pg-boss when the store is
- * PostgreSQL; null for the embedded store, whose runner reads the due list itself. pg-boss (and
- * pg) is imported only then: a service on SQLite never loads it.
+ * The one place that picks how background work is dispatched: on PostgreSQL, callbacks through
+ * pg-boss, and the signals of due jobs on its LISTEN connection (the job runner reads the due
+ * list itself on both stores); null for the embedded store, where the callback dispatcher reads
+ * its due list too. pg-boss (and pg) is imported only then: a service on SQLite never loads it.
  */
 export async function openDispatch(
   settings: { databaseUrl: string; role: string },

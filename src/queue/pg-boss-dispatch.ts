@@ -2,16 +2,21 @@ import type { Kysely } from 'kysely';
 import { type Db, fromKysely, PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
-import type { WorkDelivery } from '../processing/work-delivery.js';
+import type { JobStage } from '../domain/records.js';
+import type { DueSignals, WorkDelivery } from '../processing/work-delivery.js';
 import type { Database } from '../store/schema.js';
-import type { DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
+import type { DueJob, DueWork, WorkDispatch, WorkKind } from '../store/work-dispatch.js';
 import { GroupFetches, type Message } from './group-fetches.js';
+import { JobSignals } from './job-signals.js';
 import { MessageQueries, type QueueCounts } from './message-queries.js';
 
 import { QueuePoller } from './queue-poller.js';
 
-/** The queues the service dispatches on PostgreSQL: one per kind of work. */
-export const ASSAY_QUEUES = ['assay.download', 'assay.scan', 'assay.callback'] as const;
+/**
+ * The queues the service dispatches on PostgreSQL. Jobs have none: every worker claims them from
+ * the store's due list (FairClaims), woken by the signal their commit sends (`signal`).
+ */
+export const ASSAY_QUEUES = ['assay.callback'] as const;
 
 export interface PgBossDispatchOptions {
   /** The store's database (`ASSAY_DATABASE_URL`): pg-boss keeps its tables in `schema` there. */
@@ -76,12 +81,14 @@ export function queueOf(kind: WorkKind): string {
  * (heartbeatSeconds + twice monitorSeconds + 1 s + pollSeconds; docs/ARCHITECTURE.md), so
  * handlers must be idempotent, which the store's claim of the row provides.
  */
-export class PgBossDispatch implements WorkDispatch, WorkDelivery {
+export class PgBossDispatch implements WorkDispatch, WorkDelivery, DueSignals {
   private readonly boss: PgBoss;
   /** This process's poller of each queue it works on. */
   private readonly pollers = new Map<string, QueuePoller>();
   /** The LISTEN for committed sends (a connection of its own), closed at stop. */
   private listener: { close(): Promise<void> } | null = null;
+  /** The signals of due jobs, on the same LISTEN connection. */
+  private readonly jobSignals: JobSignals;
   /** Per queue, a wake-up at the earliest deferred message this process sent. */
   private readonly wakeUps = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly queues: readonly string[];
@@ -132,6 +139,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
     });
     this.fetches = new GroupFetches(this.boss, this.schema);
+    this.jobSignals = new JobSignals(this.schema);
     this.messages = new MessageQueries(this.boss, this.schema);
     // pg-boss reports failed polls, heartbeats and maintenance here; unhandled, an 'error' event
     // would end the process. Each is logged; pg-boss keeps polling and recovers when the database
@@ -199,14 +207,33 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
       const channel = String((rows[0] as { channel: string }).channel);
       this.listener = await db.listen(
         channel,
-        (queue) => this.pollers.get(queue)?.wake(),
+        (payload) => {
+          if (!this.jobSignals.heard(payload)) this.pollers.get(payload)?.wake();
+        },
         () => {
+          // What was sent or signalled while the connection was down is looked for.
           for (const poller of this.pollers.values()) poller.wake();
+          this.jobSignals.missed();
         },
       );
     } catch (error) {
       this.logger.warn({ err: error }, 'LISTEN failed: work is found by polling only');
     }
+  }
+
+  /** DueSignals: `listener` hears of every job signalled due (`signal`), from any process. */
+  onDue(listener: (stage: JobStage, accountId: string) => void): void {
+    this.jobSignals.onDue(listener);
+  }
+
+  /** WorkDispatch: wakes the job runners of every process (`onDue`) when `db` commits. */
+  signal(db: Kysely<Database>, due: DueJob): Promise<void> {
+    return this.jobSignals.send(db, [due]);
+  }
+
+  /** WorkDispatch: `signal` for several jobs, in one statement. */
+  signalMany(db: Kysely<Database>, dues: readonly DueJob[]): Promise<void> {
+    return this.jobSignals.send(db, dues);
   }
 
   /**
@@ -325,22 +352,6 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery {
         if (at > now) this.wakeAt(queue, at);
       }
     }
-  }
-
-  /**
-   * WorkDispatch: the active messages a dead worker held for these rows are deleted, so their
-   * account's group does not count them until the monitor finds their heartbeat stale (up to
-   * heartbeatSeconds + 2 x monitorSeconds); the rows are announced again with the same commit.
-   */
-  async dropHeld(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void> {
-    const queue = queueOf(kind);
-    const held = await this.messages.activeOf(db, queue, ids);
-    if (held.length > 0) await this.boss.deleteJob(queue, held, { db: fromKysely(db) });
-  }
-
-  /** WorkDispatch: the rows whose message in `kind`'s queue is active (a worker runs it, or died). */
-  running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
-    return this.messages.runningRows(db, queueOf(kind));
   }
 
   /** WorkDispatch: the rows of `ids` with a message waiting (created or to be retried) in `kind`'s queue. */

@@ -11,6 +11,14 @@ import {
 import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
 
+/** The jobs a process runs now (a claim round leaves them out even if their lease ended). */
+export type RunningJobs = Pick<ReadonlyMap<string, unknown>, 'has' | 'keys' | 'size'>;
+
+/** The advisory locks' first key, for claim rounds (the second is the stage). */
+const CLAIM_LOCK_SPACE = 0x41737379; // "Assy"
+
+const NONE_RUNNING: RunningJobs = new Map<string, unknown>();
+
 /**
  * Claims of jobs: each a lease (`run_after`, the lease's end, with `state` processing) and an
  * attempt counted, taken only if the job may still be claimed when the statement runs, so that of
@@ -37,9 +45,23 @@ export class JobClaims {
   }
 
   /**
+   * In a transaction, before a claim round reads the caps: waits for any other process's round of
+   * `stage` to commit, so that two rounds never both count an account's jobs before either claims
+   * (a transaction-scoped advisory lock on PostgreSQL). SQLite's write lock, taken at a round's
+   * start, does this already.
+   */
+  async lockClaims(stage: JobStage): Promise<void> {
+    if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    await sql`${prepared} SELECT pg_advisory_xact_lock(${CLAIM_LOCK_SPACE}::int, ${stage === 'scan' ? 1 : 2}::int)`.execute(
+      this.db,
+    );
+  }
+
+  /**
    * Claims up to `limit` of one account's jobs of `stage` that may be claimed by `now`, oldest
-   * first, skipping those `skip` names (running here). One index seek for the candidates, then one
-   * conditional update: a job another worker claimed in between is left out.
+   * first, leaving out those `running` here. On PostgreSQL one statement (the candidates, their
+   * content and the update); on SQLite one index seek for the candidates, then one conditional
+   * update. Either way a job another worker claimed in between is left out.
    */
   async claimDue(
     stage: JobStage,
@@ -47,14 +69,23 @@ export class JobClaims {
     now: string,
     leaseUntil: string,
     limit: number,
-    skip: (id: string) => boolean = () => false,
+    running: RunningJobs = NONE_RUNNING,
   ): Promise<Job[]> {
-    const { rows } = await dueOfAccount.execute(this.db, stage, accountId, now, limit);
-    const due = rows.filter((row) => !skip(row.id));
+    if (this.db.getExecutor().adapter instanceof PostgresAdapter) {
+      return this.claimDueOnPostgres(stage, accountId, now, leaseUntil, limit, running);
+    }
+    // Jobs running here may be among the oldest due (their lease ended): read past them.
+    const { rows } = await dueOfAccount.execute(
+      this.db,
+      stage,
+      accountId,
+      now,
+      limit + running.size,
+    );
+    const due = rows.filter((row) => !running.has(row.id)).slice(0, limit);
     if (due.length === 0) return [];
     // One statement claims them all, each only if it may still be claimed now: in a claim round's
-    // transaction on SQLite (write lock held) every row read is; elsewhere one claimed meanwhile
-    // by another worker is left out.
+    // transaction on SQLite (write lock held) every row read is.
     const ids = due.map((row) => row.id);
     // In statements of at most claimDueJobs.length ids (a round claims up to its free slots).
     const updated: Array<{ id: string; attempts: number }> = [];
@@ -75,6 +106,37 @@ export class JobClaims {
       );
     }
     return claimed;
+  }
+
+  /**
+   * claimDue's one statement on PostgreSQL: a round trip each for the candidates, the update and
+   * each job's content was most of a claim's cost. The update checks again that each row may be
+   * claimed: a row another worker claimed meanwhile (a hand-off, which takes no claim lock) is
+   * checked on the version that worker committed, and left out.
+   */
+  private async claimDueOnPostgres(
+    stage: JobStage,
+    accountId: string,
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    running: RunningJobs,
+  ): Promise<Job[]> {
+    const { rows } = await sql<JobRow & { previous_error: string | null }>`${prepared}
+      WITH due AS (
+        SELECT id, last_error FROM jobs
+        WHERE stage = ${stage} AND account_id = ${accountId} AND run_after <= ${now}
+          AND NOT (id = ANY(${[...running.keys()]}::text[]))
+        ORDER BY run_after LIMIT ${limit}
+      )
+      UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
+        run_after = ${leaseUntil}, last_error = NULL
+      FROM due LEFT JOIN job_contents ON job_contents.job_id = due.id
+      WHERE jobs.id = due.id AND jobs.run_after <= ${now}
+      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error`.execute(this.db);
+    return rows.map(({ previous_error: lastError, ...row }) =>
+      toJob({ ...row, last_error: lastError }),
+    );
   }
 
   /**

@@ -1,8 +1,7 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Job, JobStage } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
-import { announce, JobAnnouncements } from './job-announcements.js';
-import { JobClaims } from './job-claims.js';
+import { JobClaims, type RunningJobs } from './job-claims.js';
 import { toJob } from './job-rows.js';
 import {
   deleteJob,
@@ -19,21 +18,31 @@ import {
 import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
 import { TraceRepository } from './trace-events.js';
-import { type WorkDispatch, withDispatch } from './work-dispatch.js';
+import { type DueJob, type WorkDispatch, withDispatch } from './work-dispatch.js';
+
+/**
+ * Tells the processes that run `due`'s stage (PostgreSQL: a NOTIFY with the commit) of a job that
+ * is pending and due by now; one due later is found by the look its releaser schedules, or a poll.
+ */
+async function signalIfDue(
+  db: Kysely<Database>,
+  dispatch: WorkDispatch | undefined,
+  due: DueJob,
+  job: { state: string; runAfter: string },
+): Promise<void> {
+  if (dispatch?.signal === undefined || job.state !== 'pending') return;
+  if (job.runAfter > new Date().toISOString()) return;
+  await dispatch.signal(db, due);
+}
 
 export class JobRepository {
-  /** In a transaction: the rank each stage and account's last inserted job was announced with. */
-  private readonly insertRanks = new Map<string, number>();
-
-  private readonly announcements: JobAnnouncements | undefined;
   private readonly claims: JobClaims;
 
-  /** `dispatch`: told of every job that becomes due, in the same transaction (PostgreSQL). */
+  /** `dispatch`: told of every job that becomes due now, in the same transaction (PostgreSQL). */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dispatch?: WorkDispatch,
   ) {
-    this.announcements = dispatch === undefined ? undefined : new JobAnnouncements(db, dispatch);
     this.claims = new JobClaims(db);
   }
 
@@ -42,9 +51,7 @@ export class JobRepository {
     const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
     await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       await this.insertRow(db, job, stage);
-      const work = { kind: stage, id: job.id, accountId: job.accountId, at: job.runAfter };
-      // A repository bound to a transaction lives as long as it: its inserts may share a count.
-      await announce(db, dispatch, work, this.db.isTransaction ? this.insertRanks : undefined);
+      await signalIfDue(db, dispatch, { kind: stage, accountId: job.accountId }, job);
     });
   }
 
@@ -93,8 +100,7 @@ export class JobRepository {
         await this.insertRow(db, { ...job, creditHeld: true }, stage);
         await new TraceRepository(db).append(job.id, received.message, received.timestamp);
       }
-      const work = { kind: stage, id: job.id, accountId: job.accountId, at: job.runAfter };
-      await announce(db, dispatch, work, this.db.isTransaction ? this.insertRanks : undefined);
+      await signalIfDue(db, dispatch, { kind: stage, accountId: job.accountId }, job);
       return true;
     });
   }
@@ -240,7 +246,7 @@ export class JobRepository {
         .returning('account_id')
         .executeTakeFirst();
       if (row === undefined) return false;
-      await announce(db, dispatch, { kind: 'scan', id, accountId: row.account_id, at: now });
+      await dispatch?.signal?.(db, { kind: 'scan', accountId: row.account_id });
       return true;
     });
   }
@@ -272,6 +278,11 @@ export class JobRepository {
     return this.claims.claim(id, now, leaseUntil, stage);
   }
 
+  /** See JobClaims.lockClaims. */
+  lockClaims(stage: JobStage): Promise<void> {
+    return this.claims.lockClaims(stage);
+  }
+
   /** See JobClaims.claimDue. */
   claimDue(
     stage: JobStage,
@@ -279,19 +290,9 @@ export class JobRepository {
     now: string,
     leaseUntil: string,
     limit: number,
-    skip?: (id: string) => boolean,
+    running?: RunningJobs,
   ): Promise<Job[]> {
-    return this.claims.claimDue(stage, accountId, now, leaseUntil, limit, skip);
-  }
-
-  /** See JobClaims.claimMany. */
-  claimMany(
-    ids: readonly string[],
-    now: string,
-    leaseUntil: string,
-    stage: JobStage,
-  ): Promise<Map<string, Job>> {
-    return this.claims.claimMany(ids, now, leaseUntil, stage);
+    return this.claims.claimDue(stage, accountId, now, leaseUntil, limit, running);
   }
 
   /** See JobClaims.renewLeases. */
@@ -302,16 +303,15 @@ export class JobRepository {
   /**
    * Puts a claimed job back to wait until `runAfter`. `refund`: the attempt does not count (the
    * engine was down for everyone, or shutdown parked the job); else `error` says why it failed.
-   * `leasedUntil`: only if the job's lease ends then, i.e. it is still held by the claim that set
-   * that lease (a claim whose answer was lost); true when the job was put back.
+   * True when the job was put back.
    */
   async release(
     id: string,
     runAfter: string,
-    outcome: { refund: true; leasedUntil?: string } | { refund: false; error: string },
+    outcome: { refund: true } | { refund: false; error: string },
   ): Promise<boolean> {
     return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
-      let update = db
+      const row = await db
         .updateTable('jobs')
         .set((eb) => ({
           state: 'pending',
@@ -321,32 +321,14 @@ export class JobRepository {
             : { last_error: outcome.error }),
         }))
         .where('id', '=', id)
-        .where('state', '=', 'processing');
-      if (outcome.refund && outcome.leasedUntil !== undefined) {
-        update = update.where('run_after', '=', outcome.leasedUntil);
-      }
-      const row = await update.returning(['account_id', 'stage']).executeTakeFirst();
+        .where('state', '=', 'processing')
+        .returning(['account_id', 'stage'])
+        .executeTakeFirst();
       if (row === undefined) return false;
-      const kind = row.stage as JobStage;
-      await announce(db, dispatch, { kind, id, accountId: row.account_id, at: runAfter });
+      const due = { kind: row.stage as JobStage, accountId: row.account_id };
+      await signalIfDue(db, dispatch, due, { state: 'pending', runAfter });
       return true;
     });
-  }
-
-  /**
-   * Announces jobs again (through the dispatch), each due at its `run_after`: one (`id`), or at
-   * start every job no live worker holds that has no announcement waiting (JobAnnouncements).
-   */
-  redispatch(which: { unheldAt: string } | { id: string }): Promise<number> {
-    return this.announcements?.redispatch(which) ?? Promise.resolve(0);
-  }
-
-  /** Announces the jobs whose lease ended by `now`, and says when to look again (JobAnnouncements). */
-  announceEndedLeases(now: string): Promise<{ announced: number; nextEnd: string | null }> {
-    return (
-      this.announcements?.announceEndedLeases(now) ??
-      Promise.resolve({ announced: 0, nextEnd: null })
-    );
   }
 
   /** The job's row as it is now (null once it is finished). */

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { JobStage } from '../domain/records.js';
 import type { Database } from './schema.js';
 
 /** The kinds of background work a store row can be due for: a job's stage, or a callback. */
@@ -23,28 +24,35 @@ export interface DueWork {
   sooner?: boolean;
 }
 
+/** A job of `accountId` became due in `kind`'s stage now (a signal, not a message: see JobSignal). */
+export interface DueJob {
+  kind: JobStage;
+  accountId: string;
+}
+
 /**
  * Where a store announces work that became due, inside the transaction that made it due, so the
  * announcement commits with the row or not at all. The embedded store has none (its runner reads
- * the due list itself); on PostgreSQL it sends a pg-boss message (src/queue).
+ * the due list itself); on PostgreSQL callbacks are pg-boss messages (src/queue), and jobs, which
+ * every worker claims from the due list itself, a wake-up signal (NOTIFY) to the other processes.
  */
 export interface WorkDispatch {
   send(db: Kysely<Database>, work: DueWork): Promise<void>;
+  /**
+   * A job became due now, in `db`'s transaction: the processes that run its stage look at the due
+   * list once it commits (PostgreSQL: a NOTIFY; other processes would otherwise find it at their
+   * next look, up to JobRunner's JOB_LOOK_MS later).
+   */
+  signal?(db: Kysely<Database>, due: DueJob): Promise<void>;
+  /** `signal` for several jobs at once (one statement). */
+  signalMany?(db: Kysely<Database>, dues: readonly DueJob[]): Promise<void>;
   /** `send` for several rows at once, in `db`'s transaction (fewer statements). */
   sendMany?(db: Kysely<Database>, works: readonly DueWork[]): Promise<void>;
-  /**
-   * Drops what a worker whose lease on these rows ended (it died) still holds of their
-   * announcements, in `db`'s transaction: on pg-boss, its active messages, which would count in
-   * their account's group until pg-boss finds their heartbeat stale.
-   */
-  dropHeld?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void>;
   /**
    * Which of these rows already have an announcement waiting to be delivered (announcing them
    * again would change nothing): a worker's start then sends only what is missing, not its backlog.
    */
   waiting?(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>>;
-  /** The rows of `kind` whose announcement a worker is running now (pg-boss: active messages). */
-  running?(db: Kysely<Database>, kind: WorkKind): Promise<string[]>;
 }
 
 /**
@@ -66,6 +74,8 @@ export async function withDispatch<T>(
  */
 export class GatheredDispatch implements WorkDispatch {
   private readonly gathered: DueWork[] = [];
+  /** Signals gathered, one per stage and account. */
+  private readonly signals = new Map<string, DueJob>();
 
   constructor(private readonly dispatch: WorkDispatch) {}
 
@@ -73,21 +83,23 @@ export class GatheredDispatch implements WorkDispatch {
     this.gathered.push(work);
   }
 
-  dropHeld(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<void> {
-    return this.dispatch.dropHeld?.(db, kind, ids) ?? Promise.resolve();
+  async signal(_db: Kysely<Database>, due: DueJob): Promise<void> {
+    this.signals.set(`${due.kind}\0${due.accountId}`, due);
   }
 
   waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
     return this.dispatch.waiting?.(db, kind, ids) ?? Promise.resolve(new Set());
   }
 
-  running(db: Kysely<Database>, kind: WorkKind): Promise<string[]> {
-    return this.dispatch.running?.(db, kind) ?? Promise.resolve([]);
-  }
-
   /** Sends what was gathered, in `db`'s transaction. */
   async flush(db: Kysely<Database>): Promise<void> {
     const works = this.gathered.splice(0);
+    const dues = [...this.signals.values()];
+    this.signals.clear();
+    if (dues.length > 0) {
+      if (this.dispatch.signalMany !== undefined) await this.dispatch.signalMany(db, dues);
+      else for (const due of dues) await this.dispatch.signal?.(db, due);
+    }
     if (works.length === 0) return;
     if (this.dispatch.sendMany !== undefined) await this.dispatch.sendMany(db, works);
     else for (const work of works) await this.dispatch.send(db, work);

@@ -159,8 +159,8 @@ describe(`GET /metrics (${TEST_STORE})`, () => {
     if (onPostgres) {
       assert.equal(
         series(after, 'assay_dispatch_messages').length,
-        9,
-        "pg-boss's three queues, three states each",
+        3,
+        "pg-boss's one queue (callbacks), three states",
       );
     }
   });
@@ -236,8 +236,13 @@ describe(`GET /metrics (${TEST_STORE})`, () => {
     assert.equal(total(samples, 'assay_spool_account_max_bytes'), 3000);
     assert.equal(total(samples, 'assay_processes', { role: 'api' }), 1);
     if (onPostgres) {
-      const queued = { queue: 'assay.scan', state: 'queued' };
-      assert.equal(total(samples, 'assay_dispatch_messages', queued), 3);
+      // Jobs are claimed from the store's due list: pg-boss carries callbacks only.
+      const queued = { queue: 'assay.callback', state: 'queued' };
+      assert.equal(total(samples, 'assay_dispatch_messages', queued), 0);
+      const queues = series(samples, 'assay_dispatch_messages').map(
+        (sample) => sample.labels.queue,
+      );
+      assert.deepEqual(new Set(queues), new Set(['assay.callback']));
     }
   });
 

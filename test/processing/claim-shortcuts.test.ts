@@ -6,12 +6,12 @@ import { FairClaims } from '../../src/processing/fair-claims.js';
 import type { Store } from '../../src/store/store.js';
 import { addAccount, openTestStore, pendingUpload } from '../helpers/store-fixture.js';
 
-// The shortcuts serve the due-list runner, which runs on SQLite only (PostgreSQL: pg-boss).
+// The shortcuts serve the due-list runner on both stores (at acceptance: SQLite's runner only).
 const LIMITS = { slots: 4, perAccount: 2 };
 const LEASE_MS = 60_000;
 
 async function withStore(t: { after: (fn: () => unknown) => void }): Promise<Store> {
-  const { store } = await openTestStore(t, { sqlite: true });
+  const { store } = await openTestStore(t);
   for (const id of ['account-a', 'account-b']) await addAccount(store, id);
   return store;
 }
@@ -35,17 +35,12 @@ async function accept(store: Store, shortcuts: ClaimShortcuts, job: Job): Promis
 async function round(claims: FairClaims, shortcuts: ClaimShortcuts, free: number) {
   const startedAt = shortcuts.roundStarting();
   const claimed: Job[] = [];
-  const ended = await claims.claim(
-    'scan',
-    free,
-    () => false,
-    (job) => claimed.push(job),
-  );
+  const ended = await claims.claim('scan', free, new Map(), (job) => claimed.push(job));
   shortcuts.roundEnded(startedAt, ended, claims.soleAccount('scan'));
   return { ended, claimed };
 }
 
-describe('claims without a round (SQLite)', () => {
+describe('claims without a round', () => {
   test('at acceptance: claimed with its lease while nothing waits, never past the account cap', async (t) => {
     const store = await withStore(t);
     let running = 0;
@@ -106,7 +101,7 @@ describe('claims without a round (SQLite)', () => {
     // A's first job ends: in the transaction that removes it, its slot goes to A's oldest due job.
     const handed = await store.transaction(async (trx) => {
       assert.ok(await trx.jobs.delete(claimed[0]?.id ?? ''));
-      return shortcuts.handOff(trx, 'account-a', () => false);
+      return shortcuts.handOff(trx, 'account-a', new Map());
     });
     assert.equal(handed?.id, backlog[2]?.id);
     assert.equal(handed?.attempts, 1);
@@ -118,7 +113,7 @@ describe('claims without a round (SQLite)', () => {
     assert.equal(await accept(store, shortcuts, upload('account-b')), null);
     assert.equal(shortcuts.mayHandOff('account-a'), false);
     await store.transaction(async (trx) => {
-      assert.equal(await shortcuts.handOff(trx, 'account-a', () => false), null);
+      assert.equal(await shortcuts.handOff(trx, 'account-a', new Map()), null);
     });
     const turn = await round(claims, shortcuts, 2);
     assert.deepEqual(
@@ -126,6 +121,31 @@ describe('claims without a round (SQLite)', () => {
       ['account-b'],
       'the round serves B (A is at its cap)',
     );
+  });
+
+  test("hand-offs asked for together in one transaction each get a job; a job running here and another process's signal are heeded", async (t) => {
+    const store = await withStore(t);
+    const shortcuts = new ClaimShortcuts({ slots: 8, perAccount: 8 }, LEASE_MS, () => 0);
+    const claims = new FairClaims(store, { scan: LIMITS, download: LIMITS }, LEASE_MS);
+    shortcuts.enabled = true;
+    const backlog = [5000, 4000, 3000, 2000, 1000].map((age) => upload('account-a', age));
+    for (const job of backlog) await accept(store, shortcuts, job);
+    const { claimed } = await round(claims, shortcuts, 2);
+    assert.equal(claimed.length, 2);
+    // The third job runs here already (its lease ended, say): a hand-off must not take it.
+    const runningHere = new Map([[backlog[2]?.id ?? '', null]]);
+    const handed = await store.transaction(async (trx) => {
+      for (const job of claimed) assert.ok(await trx.jobs.delete(job.id));
+      return Promise.all(claimed.map(() => shortcuts.handOff(trx, 'account-a', runningHere)));
+    });
+    assert.deepEqual(
+      new Set(handed.map((job) => job?.id)),
+      new Set([backlog[3]?.id, backlog[4]?.id]),
+      'two jobs, neither the one running here',
+    );
+    // Another process made a job of B due: A's jobs no longer hand off until a round has looked.
+    shortcuts.dueElsewhere('account-b');
+    assert.equal(shortcuts.mayHandOff('account-a'), false);
   });
 
   test('off (the runner stopping): neither shortcut', async (t) => {

@@ -20,7 +20,7 @@ interface Message {
   state: string;
 }
 
-/** pg-boss's messages of Assay's queues, as the database holds them. */
+/** pg-boss's messages of Assay's queues (callbacks only), as the database holds them. */
 async function messages(url: string): Promise<Message[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -35,16 +35,30 @@ async function messages(url: string): Promise<Message[]> {
   }
 }
 
+/** The jobs of the store's due list: their id, stage and state. */
+async function jobs(url: string): Promise<Array<{ id: string; stage: string; state: string }>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string; stage: string; state: string }>(
+      'SELECT id, stage, state FROM jobs ORDER BY creation_date',
+    );
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
 function dataDir(t: TestContext): string {
   const dir = tempDir();
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
-describe('dispatch through pg-boss on PostgreSQL', {
+describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
   skip: onPostgres ? false : 'runs in the PostgreSQL pass (npm run test:postgres)',
 }, () => {
-  test('accepted work waits as pg-boss messages until a worker takes it; callbacks go the same way', async (t) => {
+  test('accepted work waits in the due list until a worker takes it, woken by its signal; callbacks are pg-boss messages', async (t) => {
     const receiver = await startLocalServer((_request, response) => response.end('ok'));
     t.after(() => receiver.close());
     const remote = await startLocalServer((_request, response) => response.end('fetched text'));
@@ -75,18 +89,16 @@ describe('dispatch through pg-boss on PostgreSQL', {
     );
     const fetched = await submitFetch(api.url, AUTH, `${remote.url}/file.txt`);
 
-    // Nothing runs the work yet: each job is one message waiting in the queue of its first stage,
-    // keyed by the job's id, grouped by its account (the bootstrap account).
-    const waiting = await messages(database);
+    // Nothing runs the work yet: each job waits in the store, in its first stage; no message.
     assert.deepEqual(
-      waiting.map((m) => [m.name, m.singleton_key, m.state]),
+      (await jobs(database)).map((job) => [job.id, job.stage, job.state]),
       [
-        ['assay.scan', upload, 'created'],
-        ['assay.scan', withCallback, 'created'],
-        ['assay.download', fetched, 'created'],
+        [upload, 'scan', 'pending'],
+        [withCallback, 'scan', 'pending'],
+        [fetched, 'download', 'pending'],
       ],
     );
-    assert.equal(new Set(waiting.map((m) => m.group_id)).size, 1, 'one account, one group');
+    assert.deepEqual(await messages(database), []);
 
     await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'worker' });
     for (const id of [upload, withCallback, fetched]) {
@@ -94,17 +106,59 @@ describe('dispatch through pg-boss on PostgreSQL', {
       assert.deepEqual(result.findings, [], `${id} scanned by the worker`);
     }
     await waitUntil('the callback was delivered', () => receiver.requests.length === 1, 10_000);
-
-    // Every message was completed: the fetch's went through both stages, and the callback had one.
+    // The callback went through pg-boss: one message, completed.
     await waitUntil(
-      'every message completed',
+      'the callback message completed',
       async () => (await messages(database)).every((m) => m.state === 'completed'),
       10_000,
     );
-    const done = await messages(database);
-    const names = (id: string) => done.filter((m) => m.singleton_key === id).map((m) => m.name);
-    assert.deepEqual(names(fetched), ['assay.download', 'assay.scan']);
-    assert.deepEqual(names(upload), ['assay.scan']);
-    assert.equal(done.filter((m) => m.name === 'assay.callback').length, 1);
+    assert.deepEqual(
+      (await messages(database)).map((m) => m.name),
+      ['assay.callback'],
+    );
+    assert.deepEqual(await jobs(database), [], 'every job finished');
+
+    // The worker is idle now: only the signal of the api's commit wakes it (its poll is 30 s).
+    const started = Date.now();
+    const later = await submit(uploadForm(randomContent(3000)));
+    const result = await pollResult(api.url, AUTH, later, 5_000);
+    assert.deepEqual(result.findings, []);
+    t.diagnostic(`an upload to an idle worker: result after ${Date.now() - started} ms`);
+  });
+
+  test("an account's cap holds across two workers", async (t) => {
+    // Each download is held 400 ms: how many run at once is what the remote sees.
+    let running = 0;
+    let most = 0;
+    const remote = await startLocalServer(async (_request, response) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      running -= 1;
+      response.end(randomContent(512));
+    });
+    t.after(() => remote.close());
+    const database = freshPostgresDatabase();
+    const env = {
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+      ASSAY_DATABASE_URL: database,
+      ASSAY_SPOOL_DIR: dataDir(t),
+      ASSAY_FETCH_CONCURRENCY: '4',
+      ASSAY_ACCOUNT_FETCH_CONCURRENCY: '2',
+    };
+    const api = await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'api' });
+    await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'worker' });
+    await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'worker' });
+    // Ten fetches of one account, submitted at once: each worker has 4 download slots.
+    const ids = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => submitFetch(api.url, AUTH, `${remote.url}/${i}`)),
+    );
+    for (const id of ids) {
+      const result = await pollResult(api.url, AUTH, id, 30_000);
+      assert.deepEqual(result.findings, [], id);
+    }
+    assert.equal(most, 2, `downloads of one account at once, over both workers: ${most}`);
   });
 });
