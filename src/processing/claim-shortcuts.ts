@@ -1,5 +1,4 @@
 import type { Job } from '../domain/records.js';
-import type { RunningJobs } from '../store/job-claims.js';
 import type { Store } from '../store/store.js';
 import type { ClaimRound, StageLimits } from './fair-claims.js';
 
@@ -18,10 +17,9 @@ const SOLE_ACCOUNT_TRUSTED_MS = 1000;
  *   its lease and its first attempt, in its acceptance's transaction, and runs once committed.
  * - **Hand-off at the end of a job.** While one account alone has due jobs (the last round found no
  *   other, less than a second ago, and every upload left waiting since is that account's), a job
- *   of that account that ends hands its slot to the account's oldest due job, claimed in the
- *   transaction that records the result: the account's count toward its cap does not change.
- *   The hand-offs of one group of results are one claim (on PostgreSQL one statement for them
- *   all: a claim of its own beside the result's write, on another connection, measured slower).
+ *   of that account that ends hands its slot to the account's oldest due job, claimed with the
+ *   commit that records the result (SlotHandOff, result-recorder.ts): the account's count toward
+ *   its cap does not change.
  *
  * Accounts still take turns: any other account's waiting upload stops both until a round has
  * looked. Jobs left due by other processes are found by the next round: signalled on PostgreSQL
@@ -39,8 +37,6 @@ export class ClaimShortcuts {
   private drainedAt = -1;
   /** The only account with due jobs at the last round's end, and when; null: none or several. */
   private sole: { accountId: string; at: number } | null = null;
-  /** Hand-offs asked for in each transaction now, claimed together (handOff). */
-  private readonly handOffs = new Map<Store, { count: number; claimed: Promise<Job[]> }>();
   /** Jobs claimed at acceptance in a transaction not committed yet: they hold a slot already. */
   private readonly reserved = new Set<string>();
 
@@ -120,37 +116,6 @@ export class ClaimShortcuts {
     if (!this.open || sole === null || sole.accountId !== accountId) return false;
     if (Date.now() - sole.at > SOLE_ACCOUNT_TRUSTED_MS) return false;
     return this.unseen.every((upload) => upload.accountId === accountId);
-  }
-
-  /**
-   * In the transaction recording the end of a job of `accountId`: its slot to the account's oldest
-   * due job, claimed (null: none is due, or another account's upload came meanwhile). Hand-offs
-   * asked for together in one transaction (a group of results) are one claim of as many jobs.
-   */
-  async handOff(store: Store, accountId: string, running: RunningJobs): Promise<Job | null> {
-    if (!this.mayHandOff(accountId)) return null;
-    let batch = this.handOffs.get(store);
-    if (batch === undefined) {
-      const created = { count: 0, claimed: Promise.resolve<Job[]>([]) };
-      // Claimed once every hand-off asked for in this turn of the event loop has joined.
-      created.claimed = Promise.resolve().then(() => {
-        this.handOffs.delete(store);
-        const now = Date.now();
-        return store.jobs.claimDue(
-          'scan',
-          accountId,
-          new Date(now).toISOString(),
-          new Date(now + this.leaseMs).toISOString(),
-          created.count,
-          running,
-        );
-      });
-      this.handOffs.set(store, created);
-      batch = created;
-    }
-    const index = batch.count;
-    batch.count += 1;
-    return (await batch.claimed)[index] ?? null;
   }
 
   /**

@@ -17,7 +17,7 @@ import {
 } from './job-work.js';
 import type { ContentProcessor } from './process-content.js';
 import { RemoteContentError } from './remote-content.js';
-import type { Alongside } from './result-recorder.js';
+import type { SlotHandOff } from './result-recorder.js';
 import { ScanJob } from './scan-job.js';
 import type { DueSignals } from './work-delivery.js';
 import { WorkLoop } from './work-loop.js';
@@ -331,18 +331,15 @@ export class JobRunner implements JobQueue {
     }
     // While its account alone has jobs waiting, the slot passes to the next in the same write.
     let next: Job | null = null;
-    const handOff: Alongside | undefined =
+    const handOff: SlotHandOff | undefined =
       job.stage === 'scan' && this.shortcuts.mayHandOff(job.accountId)
-        ? async (store) => {
-            try {
-              const claimed = await this.shortcuts.handOff(store, job.accountId, this.active);
-              // Taken only once the write commits: a rolled-back claim is no claim.
-              return claimed === null ? undefined : () => (next = claimed);
-            } catch (error) {
-              // Only a shortcut: the result is recorded all the same, and a round claims the job.
-              this.logger.warn({ err: error, job: job.id }, 'could not hand a job slot on');
-              return undefined;
-            }
+        ? {
+            accountId: job.accountId,
+            running: this.active,
+            leaseMs: this.options.leaseMs,
+            taken: (claimed) => {
+              next = claimed;
+            },
           }
         : undefined;
     try {

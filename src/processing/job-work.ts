@@ -7,7 +7,7 @@ import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
 import type { Submission } from './process-content.js';
-import type { Alongside } from './result-recorder.js';
+import type { SlotHandOff } from './result-recorder.js';
 
 /** What scanning a job's content needs to know beyond the job. */
 export interface JobScanOptions {
@@ -65,10 +65,10 @@ export function fetchLimits(job: Job, options: JobScanOptions): JobScanOptions['
 /** What came of a job's work, to be recorded. */
 export interface JobOutcome {
   /**
-   * Records it (a store write: a failure here is the store's, never the item's); `alongside`:
-   * more work for the recording transaction, where the stage records in one (the scan).
+   * Records it (a store write: a failure here is the store's, never the item's); `handOff`: the
+   * job's slot, handed on with the same commit where the stage records a result (the scan).
    */
-  record(alongside?: Alongside): Promise<unknown>;
+  record(handOff?: SlotHandOff): Promise<unknown>;
   /** The job's spool file is no longer needed once the outcome is recorded. */
   spoolDone: boolean;
 }

@@ -11,7 +11,7 @@ import type {
 import type { Store } from '../store/store.js';
 import { BalanceSpentError } from './errors.js';
 import type { SubmissionVersion } from './file-result.js';
-import type { Alongside, ResultRecorder } from './result-recorder.js';
+import type { ResultRecorder, SlotHandOff } from './result-recorder.js';
 import type { ContentScanner, ContentVerdict } from './scan-content.js';
 
 export interface Submission {
@@ -117,8 +117,8 @@ export class ContentProcessor {
    * Records a scanned item. `context.jobId` names the asynchronous job it finishes (whose
    * `received` event is already in the trace); `context.events` come before the verdicts;
    * `context.id` is the id a synchronous item gets (v1.0 ids are UUIDs), a new one by default;
-   * `context.creditHeld`: the item's credit was taken when it was accepted; `context.alongside`:
-   * more work for the recording transaction (Completion.alongside).
+   * `context.creditHeld`: the item's credit was taken when it was accepted; `context.handOff`:
+   * the finished job's slot, handed on with the same commit (SlotHandOff).
    */
   async record(
     scanned: ScannedContent,
@@ -128,7 +128,7 @@ export class ContentProcessor {
       id?: string;
       events?: TraceEvent[];
       creditHeld: boolean;
-      alongside?: Alongside;
+      handOff?: SlotHandOff;
     },
   ): Promise<StoredFile> {
     const { verdict } = scanned;
@@ -170,7 +170,7 @@ export class ContentProcessor {
       events,
       creditHeld: context.creditHeld,
       verdictKey: verdict.cacheKey,
-      ...(context.alongside === undefined ? {} : { alongside: context.alongside }),
+      ...(context.handOff === undefined ? {} : { handOff: context.handOff }),
     });
     return file;
   }

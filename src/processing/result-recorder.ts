@@ -1,12 +1,14 @@
 import { newId } from '../accounts/credentials.js';
 import type {
   CallbackDelivery,
+  Job,
   LegacyJobOptions,
   StoredFile,
   TraceEvent,
 } from '../domain/records.js';
 import { redactUrl } from '../outbound/target.js';
-import type { ResultRows } from '../store/results.js';
+import type { RunningJobs } from '../store/job-claims.js';
+import type { ClaimWithResults, ResultRows } from '../store/results.js';
 import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
@@ -34,21 +36,29 @@ export interface Completion {
   creditHeld: boolean;
   /** The verdict cache's key of a complete verdict scanned for this item (VerdictCache). */
   verdictKey?: string | null;
-  /** More work for the transaction that records it (see Alongside). */
-  alongside?: Alongside;
+  /** The finished job's slot, handed on with the same commit (see SlotHandOff). */
+  handOff?: SlotHandOff;
 }
 
 /**
- * Work for the transaction that records an item, once the item is recorded in it (the job runner
- * hands the job's slot on: claim-shortcuts.ts); run again if the write is retried alone. What it
- * returns runs once that transaction commits: a rolled-back attempt's finding is never acted on.
+ * The slot of the job a result finishes, handed to its account's oldest due job in the commit
+ * that records the result (the job runner's shortcut: claim-shortcuts.ts), so the account's count
+ * toward its cap does not change. The hand-offs of a group of results are one claim, in the
+ * results' own statement on PostgreSQL. `taken` hears the job once the commit is done (null: none
+ * was due): a rolled-back attempt's claim is never acted on; a write retried alone claims again.
  */
-export type Alongside = (store: Store) => Promise<(() => void) | undefined>;
+export interface SlotHandOff {
+  accountId: string;
+  /** Jobs running in the process: never claimed again. */
+  running: RunningJobs;
+  leaseMs: number;
+  taken: (job: Job | null) => void;
+}
 
 interface Pending {
   rows: ResultRows;
   deliveries: CallbackDelivery[];
-  alongside: Alongside | undefined;
+  handOff: SlotHandOff | undefined;
   resolve: (recorded: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -89,7 +99,7 @@ export class ResultRecorder {
     events,
     creditHeld,
     verdictKey = null,
-    alongside,
+    handOff,
   }: Completion): Promise<boolean> {
     const deliveries: CallbackDelivery[] = [];
     const refused: TraceEvent[] = [];
@@ -115,7 +125,7 @@ export class ResultRecorder {
       events: [...events, ...refused],
     };
     const recorded = await new Promise<boolean>((resolve, reject) => {
-      this.pending.push({ rows, deliveries, alongside, resolve, reject });
+      this.pending.push({ rows, deliveries, handOff, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());
@@ -151,31 +161,49 @@ export class ResultRecorder {
     this.flushing = false;
   }
 
-  /** The group's results, and the callbacks of those written, in one transaction. */
+  /** The group's results, the callbacks of those written and its hand-offs, in one commit. */
   private async write(group: readonly Pending[]): Promise<boolean[]> {
     const rows = group.map((item) => item.rows);
-    if (group.every((item) => item.deliveries.length === 0 && item.alongside === undefined)) {
-      return this.store.results.recordFinished(rows);
+    const handOffs = group.flatMap((item) => (item.handOff === undefined ? [] : [item.handOff]));
+    // Only the one account with due jobs hands off (ClaimShortcuts.mayHandOff); should another
+    // ask meanwhile, its slots are left to a round.
+    const account = handOffs[0]?.accountId;
+    const handing = handOffs.filter((handOff) => handOff.accountId === account);
+    const claim = claimFor(handing);
+    let outcome: { written: boolean[]; claimed: Job[] };
+    if (group.every((item) => item.deliveries.length === 0)) {
+      outcome = await this.store.results.recordFinishedClaiming(rows, claim);
+    } else {
+      outcome = await this.store.transaction(async (store) => {
+        const recorded = await store.results.recordFinishedClaiming(rows, claim);
+        for (const [i, item] of group.entries()) {
+          if (!recorded.written[i]) continue;
+          for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
+        }
+        return recorded;
+      });
     }
-    const committed: Array<() => void> = [];
-    const recorded = await this.store.transaction(async (store) => {
-      committed.length = 0;
-      const recorded = await store.results.recordFinished(rows);
-      for (const [i, item] of group.entries()) {
-        if (!recorded[i]) continue;
-        for (const delivery of item.deliveries) await store.callbacks.enqueue(delivery);
-      }
-      // The group's work alongside starts at once, so that a shortcut may serve all of it in one
-      // statement (ClaimShortcuts.handOff: the slots of a group's jobs in one claim).
-      const thens = await Promise.all(
-        group.map((item, i) => (recorded[i] ? item.alongside?.(store) : undefined)),
-      );
-      for (const then of thens) if (then !== undefined) committed.push(then);
-      return recorded;
-    });
-    for (const then of committed) then();
-    return recorded;
+    const claimed = outcome.claimed.values();
+    for (const handOff of handOffs) {
+      handOff.taken(handOff.accountId === account ? (claimed.next().value ?? null) : null);
+    }
+    return outcome.written;
   }
+}
+
+/** One claim for the hand-offs of one account (none: no claim). */
+function claimFor(handOffs: readonly SlotHandOff[]): ClaimWithResults | undefined {
+  const first = handOffs[0];
+  if (first === undefined) return undefined;
+  const now = Date.now();
+  return {
+    stage: 'scan',
+    accountId: first.accountId,
+    limit: handOffs.length,
+    now: new Date(now).toISOString(),
+    leaseUntil: new Date(now + first.leaseMs).toISOString(),
+    skip: [...first.running.keys()],
+  };
 }
 
 /** The outbox rows of a finished item: v2.x POSTs its result; v1.0 pings and POSTs its own. */

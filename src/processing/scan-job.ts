@@ -21,11 +21,11 @@ export class ScanJob implements JobWork {
     const scanned = await this.scan(job, submission);
     return {
       spoolDone: true,
-      record: (alongside) =>
+      record: (handOff) =>
         this.processor.record(scanned, submission, {
           jobId: job.id,
           creditHeld: job.creditHeld === true,
-          ...(alongside === undefined ? {} : { alongside }),
+          ...(handOff === undefined ? {} : { handOff }),
         }),
     };
   }

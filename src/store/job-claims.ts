@@ -128,6 +128,7 @@ export class JobClaims {
         WHERE stage = ${stage} AND account_id = ${accountId} AND run_after <= ${now}
           AND NOT (id = ANY(${[...running.keys()]}::text[]))
         ORDER BY run_after LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
       )
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
@@ -140,8 +141,8 @@ export class JobClaims {
   }
 
   /**
-   * `claim` for several jobs of `stage` at once (the messages of one fetch): one statement on
-   * PostgreSQL, a claim each on SQLite. The jobs claimed, by id; one not claimable is left out.
+   * `claim` for several jobs of `stage` at once, by id: one statement on PostgreSQL, a claim each
+   * on SQLite. The jobs claimed, by id; one not claimable is left out.
    * On PostgreSQL each row is updated only if it may be claimed now, and comes back with the error
    * its last attempt left (which the claim clears); a concurrent claim makes PostgreSQL check the
    * condition again on the row it committed, so only one of two claims gets a job. (The ids are

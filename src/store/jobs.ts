@@ -58,8 +58,9 @@ export class JobRepository {
   /**
    * Accepts an item: takes one credit from its account (unless it enforces its balance and has none
    * left: false, and nothing is written), stores its job and the job's first trace event, and
-   * announces it, in the caller's transaction. On PostgreSQL the credit, the job and the event are
-   * one statement: three round trips per accepted item were most of an api process's store work.
+   * signals it (PostgreSQL), in the caller's transaction. On PostgreSQL the credit, the job and the
+   * event are one statement: three round trips per accepted item were most of an api process's
+   * store work.
    */
   async accept(job: Job, received: { timestamp: string; message: string }): Promise<boolean> {
     const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';

@@ -1,7 +1,8 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
-import type { StoredFile, TraceEvent } from '../domain/records.js';
+import type { Job, JobStage, StoredFile, TraceEvent } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
 import { FileRepository } from './files.js';
+import { type JobRow, toJob } from './job-rows.js';
 import { JobRepository } from './jobs.js';
 import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
@@ -20,6 +21,20 @@ export interface ResultRows {
 }
 
 /**
+ * Due jobs of one account claimed with a group of results (the slots of its ending jobs handed
+ * on: ClaimShortcuts), oldest first, leaving out `skip` (running in the process) and the jobs the
+ * results finish: JobClaims.claimDue's claim, in the results' commit.
+ */
+export interface ClaimWithResults {
+  stage: JobStage;
+  accountId: string;
+  limit: number;
+  now: string;
+  leaseUntil: string;
+  skip: readonly string[];
+}
+
+/**
  * Finished items in one statement on PostgreSQL: the jobs' delete, the files' insert, their
  * traces' insert (in order: `seq` numbers them) and the charges, as data-modifying CTEs over the
  * items given as JSON, each item written only if its job was still there. Each statement is a
@@ -27,8 +42,13 @@ export interface ResultRows {
  * database on a small machine: two statements and a transaction's two per item were most of what a
  * worker spent on the store (issue 28).
  */
-function finishedItems(items: string, events: string) {
-  return sql<{ n: number }>`${prepared}
+function finishedItems(items: string, events: string, claim?: ClaimWithResults) {
+  return sql<{
+    n: number | null;
+    job:
+      | (Omit<JobRow, 'content'> & { content: string | null; previous_error: string | null })
+      | null;
+  }>`${prepared}
     WITH input AS (
       SELECT * FROM json_to_recordset(${items}::json) AS r(
         n int, job_id text, id text, account_id text, api_key_id text, checksum text,
@@ -61,7 +81,29 @@ function finishedItems(items: string, events: string) {
       FROM (SELECT account_id, sum(credits) AS credits FROM kept GROUP BY account_id) charge
       WHERE accounts.id = charge.account_id AND charge.credits <> 0
     )
-    SELECT n FROM kept`;
+    ${claim === undefined ? sql`SELECT n, NULL::jsonb AS job FROM kept` : claimWith(claim)}`;
+}
+
+/** finishedItems' claim (ClaimWithResults): the jobs it claims come back as JSON, beside `kept`. */
+function claimWith(claim: ClaimWithResults) {
+  return sql`,
+    due AS (
+      SELECT id, last_error FROM jobs
+      WHERE stage = ${claim.stage} AND account_id = ${claim.accountId}
+        AND run_after <= ${claim.now} AND NOT (id = ANY(${[...claim.skip]}::text[]))
+        AND id NOT IN (SELECT job_id FROM input WHERE job_id IS NOT NULL)
+      ORDER BY run_after LIMIT ${claim.limit}
+      FOR UPDATE SKIP LOCKED
+    ),
+    claimed AS (
+      UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
+        run_after = ${claim.leaseUntil}, last_error = NULL
+      FROM due LEFT JOIN job_contents ON job_contents.job_id = due.id
+      WHERE jobs.id = due.id AND jobs.run_after <= ${claim.now}
+      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error
+    )
+    SELECT n, NULL::jsonb AS job FROM kept
+    UNION ALL SELECT NULL, to_jsonb(claimed) FROM claimed`;
 }
 
 /** Writes finished items' rows. */
@@ -78,11 +120,38 @@ export class ResultRepository {
    * outlived a restart) and writes nothing.
    */
   async recordFinished(items: readonly ResultRows[]): Promise<boolean[]> {
-    if (items.length === 0) return [];
-    if (this.postgres) return this.recordInOneStatement(items);
+    return (await this.recordFinishedClaiming(items)).written;
+  }
+
+  /**
+   * `recordFinished`, and with the same commit `claim` (if any): the jobs claimed. One statement
+   * on PostgreSQL, where a transaction around the results and a claim of their own was four round
+   * trips that held the ending jobs' slots (issue 28).
+   */
+  async recordFinishedClaiming(
+    items: readonly ResultRows[],
+    claim?: ClaimWithResults,
+  ): Promise<{ written: boolean[]; claimed: Job[] }> {
+    if (items.length === 0) return { written: [], claimed: [] };
+    if (this.postgres) return this.recordInOneStatement(items, claim);
     // SQLite runs in the process: a statement costs no round trip there.
-    if (this.db.isTransaction) return this.recordEach(items);
-    return this.db.transaction().execute((trx) => new ResultRepository(trx).recordEach(items));
+    if (!this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) => new ResultRepository(trx).recordFinishedClaiming(items, claim));
+    }
+    const written = await this.recordEach(items);
+    if (claim === undefined) return { written, claimed: [] };
+    const running = new Map(claim.skip.map((id) => [id, null]));
+    const claimed = await new JobRepository(this.db).claimDue(
+      claim.stage,
+      claim.accountId,
+      claim.now,
+      claim.leaseUntil,
+      claim.limit,
+      running,
+    );
+    return { written, claimed };
   }
 
   private async recordEach(items: readonly ResultRows[]): Promise<boolean[]> {
@@ -104,7 +173,10 @@ export class ResultRepository {
     return written;
   }
 
-  private async recordInOneStatement(items: readonly ResultRows[]): Promise<boolean[]> {
+  private async recordInOneStatement(
+    items: readonly ResultRows[],
+    claim: ClaimWithResults | undefined,
+  ): Promise<{ written: boolean[]; claimed: Job[] }> {
     const rows = items.map(({ file, jobId, verdictKey, credits }, n) => ({
       n,
       job_id: jobId ?? null,
@@ -126,11 +198,20 @@ export class ResultRepository {
     const events = items.flatMap(({ events }, n) =>
       events.map((event, ord) => ({ n, ord, timestamp: event.timestamp, message: event.message })),
     );
-    const { rows: kept } = await finishedItems(
+    const { rows: out } = await finishedItems(
       JSON.stringify(rows),
       JSON.stringify(events),
+      claim,
     ).execute(this.db);
-    const written = new Set(kept.map((row) => Number(row.n)));
-    return items.map((_, n) => written.has(n));
+    const written = new Set(out.filter((row) => row.n !== null).map((row) => Number(row.n)));
+    const claimed: Job[] = [];
+    for (const { job } of out) {
+      if (job === null) continue;
+      const { previous_error: lastError, content, ...row } = job;
+      // bytea in JSON is its hex form, `\x…`.
+      const bytes = content === null ? null : Buffer.from(content.slice(2), 'hex');
+      claimed.push(toJob({ ...row, content: bytes, last_error: lastError }));
+    }
+    return { written: items.map((_, n) => written.has(n)), claimed };
   }
 }

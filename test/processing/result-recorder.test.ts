@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Job } from '../../src/domain/records.js';
 import { type Completion, ResultRecorder } from '../../src/processing/result-recorder.js';
 import { addAccount, openTestStore, pendingUpload } from '../helpers/store-fixture.js';
 
@@ -27,7 +28,7 @@ function completion(id: string): Completion {
   };
 }
 
-test('work alongside a result acts only on the attempt that committed: a group rolled back and written again one by one runs the second', async (t) => {
+test('hand-offs are claimed with their results: each finished slot gets a due job of its account, taken only from the commit that wrote it', async (t) => {
   const { store } = await openTestStore(t);
   await addAccount(store, 'account');
   const groupFailures: number[] = [];
@@ -37,45 +38,53 @@ test('work alongside a result acts only on the attempt that committed: a group r
     undefined,
     (_error, results) => groupFailures.push(results),
   );
-  const acted: string[] = [];
-  let firstCalls = 0;
-  let secondCalls = 0;
-  const jobs = [pendingUpload('account'), pendingUpload('account')];
-  for (const job of jobs) await store.jobs.insert(job);
-  const [first, second] = jobs.map((job) => job.id) as [string, string];
-  // Finishing in one turn: written as one group. The second's work fails the group's transaction
-  // once; both are then written alone.
-  const recorded = await Promise.all([
-    recorder.complete({
-      ...completion(first),
-      alongside: async () => {
-        const call = ++firstCalls;
-        return () => acted.push(`first, call ${call}`);
-      },
-    }),
-    recorder.complete({
-      ...completion(second),
-      alongside: async () => {
-        const call = ++secondCalls;
-        if (call === 1) throw new Error('refused in the group');
-        return () => acted.push(`second, call ${call}`);
-      },
-    }),
-  ]);
-  assert.deepEqual(recorded, [true, true]);
-  assert.deepEqual(groupFailures, [2], 'the group failed once, then each was written alone');
-  assert.equal(firstCalls, 2, "the first's work ran in the group and again alone");
-  assert.deepEqual(acted.sort(), ['first, call 2', 'second, call 2']);
-
-  // A job finished already is not recorded again, and its work is not run.
-  let again = 0;
-  const repeated = await recorder.complete({
-    ...completion(first),
-    alongside: async () => {
-      again++;
-      return undefined;
+  // Two jobs running, three due behind them.
+  const running = [pendingUpload('account', 9000), pendingUpload('account', 8000)];
+  const due = [7000, 6000, 5000].map((age) => pendingUpload('account', age));
+  for (const job of [...running, ...due]) await store.jobs.insert(job);
+  const lease = () => new Date(Date.now() + 60_000).toISOString();
+  const started = await store.jobs.claimDue(
+    'scan',
+    'account',
+    new Date().toISOString(),
+    lease(),
+    2,
+  );
+  assert.deepEqual(started.map((job) => job.id).sort(), running.map((job) => job.id).sort());
+  const taken: Array<string | null> = [];
+  const contents = new Map(due.map((job) => [job.id, job.content]));
+  const handOff = () => ({
+    accountId: 'account',
+    running: new Map<string, unknown>(),
+    leaseMs: 60_000,
+    taken: (job: Job | null) => {
+      taken.push(job?.id ?? null);
+      // The claimed job comes whole, its content too (PostgreSQL: through JSON).
+      if (job !== null) assert.deepEqual(job.content, contents.get(job.id));
+      assert.equal(job?.state, 'processing');
     },
   });
-  assert.equal(repeated, false);
-  assert.equal(again, 0);
+  const inFlight = async () =>
+    (await store.jobs.inFlightByAccount('scan', new Date().toISOString())).get('account');
+
+  // Finishing in one turn: one write for both, and one claim for both slots.
+  const recorded = await Promise.all(
+    running.map((job) => recorder.complete({ ...completion(job.id), handOff: handOff() })),
+  );
+  assert.deepEqual(recorded, [true, true]);
+  assert.deepEqual(new Set(taken), new Set([due[0]?.id, due[1]?.id]), 'the two oldest due');
+  assert.equal(await inFlight(), 2, 'the count toward the cap did not change');
+
+  // A group that fails (the second result's file exists already) is written again one by one:
+  // its claim was rolled back and is never taken; the first result claims again, alone.
+  taken.length = 0;
+  const outcomes = await Promise.allSettled([
+    recorder.complete({ ...completion(due[0]?.id ?? ''), handOff: handOff() }),
+    recorder.complete({ ...completion(running[0]?.id ?? ''), jobId: undefined }),
+  ]);
+  assert.equal(outcomes[0].status, 'fulfilled');
+  assert.equal(outcomes[1].status, 'rejected', 'a file under that id exists');
+  assert.deepEqual(groupFailures, [2], 'the group failed once, then each was written alone');
+  assert.deepEqual(taken, [due[2]?.id], 'one claim taken: the one that committed');
+  assert.equal(await inFlight(), 2);
 });
