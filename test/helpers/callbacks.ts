@@ -1,8 +1,4 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Writable } from 'node:stream';
-import type { Logger } from 'pino';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/service.js';
 
 /** What docs/API.md ("Callbacks") tells receivers to do: recompute the HMAC and compare in constant time. */
 export function verifySignature(header: string, body: Buffer, secret: string): boolean {
@@ -21,16 +17,4 @@ export async function traceMessages(baseUrl: string, auth: string, id: string): 
   });
   const trace = (await response.json()) as { events: Array<{ message: string }> };
   return trace.events.map((event) => event.message);
-}
-
-/** The service's real logger, writing JSON lines into memory. */
-export function capturedLogger(): { lines: string[]; logger: Logger } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger(loadConfig({ ASSAY_LOG_LEVEL: 'debug' }), sink) };
 }

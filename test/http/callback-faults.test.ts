@@ -2,10 +2,11 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { capturedLogger, traceMessages, verifySignature } from '../helpers/callbacks.js';
+import { traceMessages, verifySignature } from '../helpers/callbacks.js';
 import { uploadForm } from '../helpers/content.js';
 import { deleteUnchecked, failWrites } from '../helpers/failing-writes.js';
 import { startLocalServer } from '../helpers/local-server.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
