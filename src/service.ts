@@ -1,13 +1,19 @@
-import { join } from 'node:path';
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
 import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
+import {
+  clamdInDataDir,
+  engineCapacity,
+  engineVersions,
+  signatureVersions,
+  startClamd,
+} from './engine-setup.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { clamdDatabasesVersion } from './engines/clamav/clamd-databases.js';
-import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
+import type { ManagedClamd } from './engines/clamav/managed-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
@@ -37,12 +43,11 @@ import { SharedDestinationGate } from './processing/shared-destination-gate.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
-import { EngineVersions, VerdictCache } from './processing/verdict-cache.js';
+import { type EngineVersions, VerdictCache } from './processing/verdict-cache.js';
 import { openDispatch } from './queue/open-dispatch.js';
 import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
-import type { Store } from './store/store.js';
 
 /** A callback attempt cut short by shutdown is due again after its lease: at least once. */
 const CALLBACK_GRACE_MS = 2_000;
@@ -78,96 +83,6 @@ export function createLogger(config: Config, destination?: DestinationStream): L
     },
   };
   return destination === undefined ? pino(options) : pino(options, destination);
-}
-
-/**
- * The most content the engine is set up to scan: the larger of the v2.x upload limit and the v1.0
- * POST limit. v1.0 fetches have no limit of their own and go up to this.
- */
-export function engineCapacity(config: Config): number {
-  return Math.max(config.maxFileSize, config.legacyMaxPostSize);
-}
-
-/** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
-export async function startClamd(
-  config: Config,
-  logger: Logger,
-  onLoadChange?: () => void,
-): Promise<ManagedClamd | null> {
-  if (config.clamd.mode === 'external') return null;
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) {
-    throw new Error(
-      'clamd is not installed: install it (apt-get install clamav-daemon) or set ASSAY_CLAMD to a running clamd',
-    );
-  }
-  const managed = new ManagedClamd({
-    dataDir: config.dataDir,
-    clamdPath,
-    maxFileSize: engineCapacity(config),
-    systemDatabaseDir: config.clamdDatabaseDir,
-    operatorSignaturesDir: config.signaturesDir,
-    signatureCheckMs: config.signatureCheckMs,
-    reload: config.clamdReload,
-    logger: logger.child({ component: 'clamd' }),
-    onLoadChange,
-  });
-  await managed.start();
-  return managed;
-}
-
-/**
- * Whether clamd is the data dir's managed one: started here, or by the `--processes` primary,
- * which hands its children the socket it keeps in the data dir.
- */
-function clamdInDataDir(config: Config): boolean {
-  return (
-    config.clamd.mode === 'managed' ||
-    config.clamd.address === join(config.dataDir, 'clamd', 'clamd.sock')
-  );
-}
-
-/**
- * What a verdict depends on, for the verdict cache's key: Assay's version (its own engines and
- * finding names), the signatures it gave clamd at start, the findings style, each NSFW engine and
- * its threshold, and, read again at most every second, clamd's engine and database versions and
- * the versions Assay sets in the store (`assay admin verdict-cache clear`).
- */
-export function engineVersions(
-  config: Config,
-  clamd: ClamdClient,
-  databasesVersion: () => Promise<string>,
-  engines: readonly ContentEngine[],
-  store: Store,
-): EngineVersions {
-  const fixed = JSON.stringify({
-    assay: packageVersion(),
-    ownSignatures: ownSignaturesVersion(),
-    findingsStyle: config.findingsStyle,
-    unexamined: config.unexamined,
-    engines: engines.map((engine) => `${engine.name}/${engine.category}/${engine.maxBytes}`),
-    nsfwImageThreshold: config.nsfw.imageThreshold,
-  });
-  return new EngineVersions(fixed, [
-    async () => {
-      const version = await clamd.version();
-      // Read by people in each trace, as well as part of the key.
-      const daily =
-        version.databaseVersion === null
-          ? 'no official databases'
-          : `daily ${version.databaseVersion} of ${version.databaseDate?.toISOString() ?? 'an unknown date'}`;
-      return `clamd ${version.engine}, ${daily}`;
-    },
-    // Every database clamd loads (VERSION names only the official daily one).
-    async () => `databases ${await databasesVersion()}`,
-    async () => `store ${await store.engineVersions.describe()}`,
-  ]);
-}
-
-/** clamd's engine and database versions for a result's trace: the first two changing parts. */
-async function signatureVersions(versions: EngineVersions | null): Promise<string | null> {
-  const parts = versions === null ? null : await versions.changing();
-  return parts === null ? null : parts.slice(0, 2).join(', ');
 }
 
 /** Faults injected by tests only; the command line never passes any. */

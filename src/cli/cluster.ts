@@ -2,8 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { AccountService } from '../accounts/account-service.js';
 import type { Config, Role } from '../config.js';
+import { startClamd } from '../engine-setup.js';
 import { aggregateChildMetrics } from '../metrics/cluster-scrape.js';
-import { startClamd } from '../service.js';
 import { openStore } from '../store/open-store.js';
 
 /** What a child tells its primary once it listens. */
