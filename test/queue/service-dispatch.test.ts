@@ -55,6 +55,18 @@ function dataDir(t: TestContext): string {
   return dir;
 }
 
+/** The settings every process of one deployment shares: the database, clamd, one spool. */
+function deploymentEnv(t: TestContext, database: string): Record<string, string> {
+  return {
+    ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
+    ASSAY_CLAMD: clamd.socket,
+    ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+    ASSAY_DATABASE_URL: database,
+    // Every process reads and writes the spool: one directory for all of them.
+    ASSAY_SPOOL_DIR: dataDir(t),
+  };
+}
+
 describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
   skip: onPostgres ? false : 'runs in the PostgreSQL pass (npm run test:postgres)',
 }, () => {
@@ -64,14 +76,7 @@ describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
     const remote = await startLocalServer((_request, response) => response.end('fetched text'));
     t.after(() => remote.close());
     const database = freshPostgresDatabase();
-    const env = {
-      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-      ASSAY_DATABASE_URL: database,
-      // Both processes read and write the spool: one directory for both.
-      ASSAY_SPOOL_DIR: dataDir(t),
-    };
+    const env = deploymentEnv(t, database);
     const api = await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'api' });
 
     const submit = async (form: FormData) => {
@@ -138,13 +143,8 @@ describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
       response.end(randomContent(512));
     });
     t.after(() => remote.close());
-    const database = freshPostgresDatabase();
     const env = {
-      ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-      ASSAY_DATABASE_URL: database,
-      ASSAY_SPOOL_DIR: dataDir(t),
+      ...deploymentEnv(t, freshPostgresDatabase()),
       ASSAY_FETCH_CONCURRENCY: '4',
       ASSAY_ACCOUNT_FETCH_CONCURRENCY: '2',
     };
