@@ -31,8 +31,11 @@ export class ClaimShortcuts {
   private open = false;
   /** Uploads accepted without a claim: each one may be waiting in the due list. */
   private unclaimed = 0;
-  /** Those not yet seen by a round: their number (as counted in `unclaimed`) and account. */
-  private unseen: Array<{ seq: number; accountId: string }> = [];
+  /**
+   * Accounts with such uploads not yet seen by a round: each with its latest one's number (as
+   * counted in `unclaimed`). One entry per account, however many signals arrive between rounds.
+   */
+  private readonly unseen = new Map<string, number>();
   /** `unclaimed` when the last round that found nothing due began; -1: the last round left jobs. */
   private drainedAt = -1;
   /** The only account with due jobs at the last round's end, and when; null: none or several. */
@@ -63,7 +66,9 @@ export class ClaimShortcuts {
    */
   roundEnded(startedAt: number, round: ClaimRound, soleAccount: string | null): void {
     this.drainedAt = round === 'drained' ? startedAt : -1;
-    this.unseen = this.unseen.filter((upload) => upload.seq > startedAt);
+    for (const [accountId, seq] of this.unseen) {
+      if (seq <= startedAt) this.unseen.delete(accountId);
+    }
     this.sole =
       round !== 'drained' && soleAccount !== null
         ? { accountId: soleAccount, at: Date.now() }
@@ -115,7 +120,7 @@ export class ClaimShortcuts {
     const sole = this.sole;
     if (!this.open || sole === null || sole.accountId !== accountId) return false;
     if (Date.now() - sole.at > SOLE_ACCOUNT_TRUSTED_MS) return false;
-    return this.unseen.every((upload) => upload.accountId === accountId);
+    return this.unseen.size === 0 || (this.unseen.size === 1 && this.unseen.has(accountId));
   }
 
   /**
@@ -133,7 +138,7 @@ export class ClaimShortcuts {
 
   private pending(job: Pick<Job, 'accountId'>): null {
     this.unclaimed += 1;
-    this.unseen.push({ seq: this.unclaimed, accountId: job.accountId });
+    this.unseen.set(job.accountId, this.unclaimed);
     return null;
   }
 }

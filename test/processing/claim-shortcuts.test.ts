@@ -164,6 +164,14 @@ describe('claims without a round', () => {
     // Another process made a job of B due: A's jobs no longer hand off until a round has looked.
     shortcuts.dueElsewhere('account-b');
     assert.equal(shortcuts.mayHandOff('account-a'), false);
+    // A's own signals change nothing; a round that began before B's latest signal has not seen it.
+    shortcuts.dueElsewhere('account-a');
+    const before = shortcuts.roundStarting();
+    shortcuts.dueElsewhere('account-b');
+    shortcuts.roundEnded(before, 'capped', 'account-a');
+    assert.equal(shortcuts.mayHandOff('account-a'), false, "B's signal during the round is unseen");
+    shortcuts.roundEnded(shortcuts.roundStarting(), 'capped', 'account-a');
+    assert.equal(shortcuts.mayHandOff('account-a'), true, 'a round has looked since');
   });
 
   test('off (the runner stopping): neither shortcut', async (t) => {
