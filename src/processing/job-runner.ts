@@ -29,7 +29,7 @@ const STAGES = ['scan', 'download'] as const;
  * the store add jobs without telling this one on SQLite; on PostgreSQL they signal each due job
  * (NOTIFY), and a poll only backs up a lost signal.
  */
-export const JOB_LOOK_MS = { unsignalled: 1000, signalled: 30_000 } as const;
+const JOB_LOOK_MS = { unsignalled: 1000, signalled: 30_000 } as const;
 
 /**
  * Runs asynchronous work (spooled uploads, remote fetches) until each has a recorded result.

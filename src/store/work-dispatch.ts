@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import type { JobStage } from '../domain/records.js';
 import type { Database } from './schema.js';
 
-/** The kinds of background work a store row can be due for: a job's stage, or a callback. */
-export type WorkKind = 'download' | 'scan' | 'callback';
+/** The kinds of background work announced as messages: callbacks (jobs are signalled: DueJob). */
+export type WorkKind = 'callback';
 
 /** A row (a job or a callback delivery) that is due at `at`, for the account that owns it. */
 export interface DueWork {
