@@ -69,9 +69,9 @@ export class OperationsReport {
       this.store.nodeHeartbeats.seenSince(now - HEARTBEAT_KEEP_MS, MOST_NODES),
       this.store.jobs.dueSummary(nowDate),
       this.store.jobs.inFlight(nowDate),
-      this.store.callbacks.pendingSummary(),
+      this.store.callbackReports.pendingSummary(),
       this.store.files.recentErrors(MOST_ERRORS),
-      this.store.callbacks.recentFailures(MOST_ERRORS),
+      this.store.callbackReports.recentFailures(MOST_ERRORS),
     ]);
     const isStale = (node: NodeHeartbeat) => now - node.lastSeenAt > NODE_STALE_MS;
     const loaded = heartbeats

@@ -3,6 +3,7 @@ import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { CallbackLaneRepository } from './callback-lanes.js';
 import { CallbackOutbox } from './callback-outbox.js';
+import { CallbackReports } from './callback-reports.js';
 import { ConsoleSessionRepository } from './console-sessions.js';
 import { EngineVersionRepository } from './engine-versions.js';
 import { FileRepository } from './files.js';
@@ -76,6 +77,7 @@ export class Store {
   readonly jobs: JobRepository;
   readonly trace: TraceRepository;
   readonly callbacks: CallbackOutbox;
+  readonly callbackReports: CallbackReports;
   readonly callbackLanes: CallbackLaneRepository;
   readonly tokens: TokenRepository;
   readonly users: UserRepository;
@@ -103,6 +105,7 @@ export class Store {
     this.jobs = new JobRepository(db, dispatch);
     this.trace = new TraceRepository(db);
     this.callbacks = new CallbackOutbox(db, dispatch);
+    this.callbackReports = new CallbackReports(db);
     this.callbackLanes = new CallbackLaneRepository(db);
     this.tokens = new TokenRepository(db);
     this.users = new UserRepository(db);
