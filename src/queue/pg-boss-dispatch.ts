@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type Db, fromKysely, PgBoss } from 'pg-boss';
+import { type Db, fromKysely, type PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
 import type { JobStage } from '../domain/records.js';
@@ -9,7 +9,7 @@ import type { DueJob, DueWork, WorkDispatch, WorkKind } from '../store/work-disp
 import { GroupFetches, type Message } from './group-fetches.js';
 import { JobSignals } from './job-signals.js';
 import { MessageQueries, type QueueCounts } from './message-queries.js';
-
+import { createPgBoss, ensureQueues } from './pg-boss-setup.js';
 import { QueuePoller } from './queue-poller.js';
 
 /**
@@ -28,20 +28,19 @@ export interface PgBossDispatchOptions {
   /** pg-boss's own pool, apart from the store's. Default 4. */
   poolSize?: number;
   /**
-   * A job whose worker has not refreshed its heartbeat for this long is failed and re-delivered.
+   * A message whose worker has not refreshed its heartbeat for this long is failed and re-delivered.
    * Default 30 (pg-boss's minimum is 10); workers refresh every half of it.
    */
   heartbeatSeconds?: number;
   /**
-   * The longest a job may stay active, heartbeat or not: above the longest legitimate run (clamd's
-   * MaxScanTime 120 s + ASSAY_FETCH_TIMEOUT 300 s). Default 900.
+   * The longest a message may stay active, heartbeat or not: above the longest legitimate
+   * callback attempt. Default 900.
    */
   expireInSeconds?: number;
   /**
    * How often some instance looks for stale heartbeats and expired jobs (one instance per pass,
    * claimed in the database; a pass is about 25 statements). Default 60: the messages of a process
-   * that died count in their account's group until then (a job's are dropped sooner, when its
-   * lease ends: `dropHeld`).
+   * that died count in their account's group until then.
    */
   monitorSeconds?: number;
   /**
@@ -114,30 +113,7 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery, DueSignals {
     if (this.expireInSeconds <= this.heartbeatSeconds) {
       throw new Error('expireInSeconds must be above heartbeatSeconds');
     }
-    const monitorSeconds = options.monitorSeconds ?? 60;
-    this.boss = new PgBoss({
-      connectionString: options.connectionString,
-      schema: this.schema,
-      max: options.poolSize ?? 4,
-      application_name: 'assay-dispatch',
-      connectionTimeoutMillis: 10_000,
-      // Stale heartbeats are found by the supervisor's monitor pass: both timers set its pace.
-      monitorIntervalSeconds: monitorSeconds,
-      superviseIntervalSeconds: monitorSeconds,
-      // The pollers listen for the NOTIFY of a committed send themselves (start()); pg-boss's own
-      // listener would wake workers this process does not have.
-      useListenNotify: false,
-      supervise: options.supervise ?? true,
-      // The LISTEN connection's own check that it still listens: a query a minute, not every 10 s.
-      notifyHeartbeatIntervalMs: 60_000,
-      // No flows (jobs that wait for others) here: their pass every 5 s only cost the database.
-      flowIntervalSeconds: 3600,
-      // pg-boss's registry of instances is informational (the nodes Assay shows are its own
-      // heartbeats): refreshed every 2 minutes, not 30 s.
-      instanceHeartbeatSeconds: 120,
-      schedule: false,
-      ...(options.instanceName === undefined ? {} : { instanceName: options.instanceName }),
-    });
+    this.boss = createPgBoss(options, this.schema);
     this.fetches = new GroupFetches(this.boss, this.schema);
     this.jobSignals = new JobSignals(this.schema);
     this.messages = new MessageQueries(this.boss, this.schema);
@@ -153,35 +129,10 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery, DueSignals {
   /** Installs or migrates pg-boss's schema and creates the queues that are missing. */
   async start(): Promise<void> {
     await this.boss.start();
-    const existing = new Set((await this.boss.getQueues([...this.queues])).map((q) => q.name));
-    for (const name of this.queues) {
-      const settings = {
-        heartbeatSeconds: this.heartbeatSeconds,
-        expireInSeconds: this.expireInSeconds,
-        // The store counts attempts and gives up; pg-boss's retries only re-deliver.
-        retryLimit: 1_000_000,
-        retryDelay: 1,
-        retryBackoff: true,
-        retryDelayMax: 60,
-        // A waiting message is never dropped for age; finished ones (pg-boss's rows only) go
-        // after a day.
-        retentionSeconds: 10 * 365 * 24 * 3600,
-        deleteAfterSeconds: 24 * 3600,
-        notify: true,
-      };
-      // An existing queue takes this process's settings (for messages sent from now on).
-      if (existing.has(name)) {
-        await this.boss.updateQueue(name, settings);
-        continue;
-      }
-      try {
-        // One waiting message per id and queue (see enqueue); an active one may have a successor.
-        await this.boss.createQueue(name, { policy: 'short', ...settings });
-      } catch (error) {
-        // Another process created it since getQueues: that is the idempotence wanted.
-        if ((await this.boss.getQueue(name)) === null) throw error;
-      }
-    }
+    await ensureQueues(this.boss, this.queues, {
+      heartbeatSeconds: this.heartbeatSeconds,
+      expireInSeconds: this.expireInSeconds,
+    });
     await this.listen();
   }
 
