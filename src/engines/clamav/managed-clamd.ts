@@ -1,16 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, rmSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  CLAMD_MAX_SCAN_TIME_MS,
-  type ClamdAddress,
-  ClamdClient,
-  VERDICT_MARGIN_MS,
-} from './clamd-client.js';
+import { type ClamdAddress, ClamdClient } from './clamd-client.js';
+import { type ClamdLimits, clamdConfig, clamdLimits } from './clamd-config.js';
 import { ClamdDatabaseDir, type SignatureSource } from './clamd-database-dir.js';
 import { ClamdLoads, reloadClamd } from './clamd-loads.js';
 import { ownSignaturesDir } from './signatures.js';
@@ -49,16 +44,6 @@ export interface ManagedClamdOptions {
 
 export type ClamdReloadMode = 'concurrent' | 'blocking';
 
-/** The limits written to clamd.conf, in bytes. */
-export interface ClamdLimits {
-  streamMaxLength: number;
-  maxFileSize: number;
-  maxScanSize: number;
-}
-
-const MiB = 1024 * 1024;
-// libclamav cannot scan single files of 2 GiB or more and clamps MaxFileSize to this.
-const CLAMD_FILE_SIZE_CAP = 2 ** 31 - 3;
 // A sun_path holds 108 bytes including the NUL.
 const SOCKET_PATH_MAX = 107;
 const RESTART_DELAY_MIN_MS = 500;
@@ -88,22 +73,6 @@ export function findClamdBinary(): string | null {
     .filter((dir) => dir !== '')
     .map((dir) => join(dir, 'clamd'));
   return [...known, ...onPath].find(isExecutableFile) ?? null;
-}
-
-/** Above Assay's upload limit, so an accepted upload never trips clamd's stream limit. */
-export function clamdLimits(maxFileSize: number): ClamdLimits {
-  const stream = maxFileSize + MiB;
-  // Containers count with their unpacked contents; 4x keeps clamd's default ratio (100M/400M).
-  const maxScanSize = Math.min(4 * stream, CLAMD_FILE_SIZE_CAP - MiB);
-  return {
-    streamMaxLength: stream,
-    // Above MaxScanSize, not at the upload limit: clamd's zip reader cuts an entry that unpacks
-    // past MaxFileSize at that size and scans the cut part as if it were all, with no alert
-    // (ClamAV 1.4 unzip.c: EICAR after 200 MiB of zeros came back clean). Cut at more than
-    // MaxScanSize, the entry trips that limit instead, which AlertExceedsMax reports.
-    maxFileSize: Math.min(maxScanSize + MiB, CLAMD_FILE_SIZE_CAP),
-    maxScanSize,
-  };
 }
 
 interface Child {
@@ -240,48 +209,17 @@ export class ManagedClamd {
         'clamd cannot scan files this large: they will be reported as Heuristics.Limits.Exceeded',
       );
     }
-    await writeFile(this.configPath, this.config(tmpDir, this.databases.dir));
-  }
-
-  private config(tmpDir: string, dbDir: string): string {
-    const threads = Math.min(16, Math.max(4, availableParallelism() * 2));
-    const readTimeoutSeconds = (CLAMD_MAX_SCAN_TIME_MS + VERDICT_MARGIN_MS) / 1000;
-    return `# Written by Assay at every start of its managed clamd: edits here are lost.
-Foreground yes
-LocalSocket ${this.socketPath}
-LocalSocketMode 660
-FixStaleSocket yes
-TemporaryDirectory ${tmpDir}
-DatabaseDirectory ${dbDir}
-# Output goes to stdout/stderr, which Assay reads into its own log.
-LogSyslog no
-LogTime no
-LogClean no
-MaxThreads ${threads}
-# Every open connection (streaming, queued or scanning) counts; beyond it clamd stops accepting.
-MaxQueue 256
-CommandReadTimeout 30
-# Above the client's idle timeout, so a slow upload is cut by Assay with a clear error first; and
-# above MaxScanTime, because in a session (IDSESSION) it also runs while clamd scans: a session
-# silent for this long is ended with COMMAND READ TIMED OUT and its scan's verdict is lost.
-ReadTimeout ${readTimeoutSeconds}
-# A scan that takes longer is reported as Heuristics.Limits.Exceeded.MaxScanTime (see below);
-# Assay's client waits for the verdict a little longer than this, so clamd's answer comes first.
-MaxScanTime ${CLAMD_MAX_SCAN_TIME_MS}
-# Assay links new signature files in and asks for a reload itself; this catches the rest.
-SelfCheck ${this.options.selfCheckSeconds ?? 600}
-# yes: scanning goes on with the old set during a reload, which holds both sets in memory;
-# no: clamd answers nothing until the new set is loaded (ASSAY_CLAMD_RELOAD).
-ConcurrentDatabaseReload ${this.options.reload === 'blocking' ? 'no' : 'yes'}
-StreamMaxLength ${this.limits.streamMaxLength}
-MaxFileSize ${this.limits.maxFileSize}
-MaxScanSize ${this.limits.maxScanSize}
-# Content over a limit is reported as Heuristics.Limits.Exceeded.*, never passed as clean.
-AlertExceedsMax yes
-# Content no engine can read (encrypted archives and documents) is reported as
-# Heuristics.Encrypted.*, never passed as clean.
-AlertEncrypted yes
-`;
+    await writeFile(
+      this.configPath,
+      clamdConfig({
+        socketPath: this.socketPath,
+        tmpDir,
+        dbDir: this.databases.dir,
+        limits: this.limits,
+        selfCheckSeconds: this.options.selfCheckSeconds ?? 600,
+        reload: this.options.reload ?? 'concurrent',
+      }),
+    );
   }
 
   private spawnChild(): Child {
