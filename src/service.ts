@@ -1,4 +1,3 @@
-import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
 import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
@@ -19,8 +18,8 @@ import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-t
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
-import { errorForLog, redactText, requestForLog } from './http/log-redaction.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
+import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { AddressPolicy } from './outbound/address-policy.js';
 import type { OutboundOptions } from './outbound/guarded-http.js';
@@ -61,28 +60,6 @@ export interface RunningService {
   /** Every route the server answers (HEAD and OPTIONS included), as registered. */
   routes: readonly RouteEntry[];
   stop(): Promise<void>;
-}
-
-export function createLogger(config: Config, destination?: DestinationStream): Logger {
-  const options: LoggerOptions = {
-    level: config.logLevel,
-    // Credentials never reach the logs, whatever a future serializer includes.
-    redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', '*.secret', 'secret'],
-      censor: '[redacted]',
-    },
-    // Token ids are credentials inside URLs: requests, errors and messages lose them.
-    serializers: { req: requestForLog, err: errorForLog },
-    hooks: {
-      logMethod(args, method) {
-        method.apply(
-          this,
-          args.map((arg) => (typeof arg === 'string' ? redactText(arg) : arg)) as typeof args,
-        );
-      },
-    },
-  };
-  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 /** Faults injected by tests only; the command line never passes any. */

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../config.js';
 import { isStoreUnavailable } from '../domain/failures.js';
-import { createLogger, startService } from '../service.js';
+import { createLogger } from '../logger.js';
+import { startService } from '../service.js';
 import { type ChildListening, runCluster } from './cluster.js';
 
 interface ServeOptions {

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { loadConfig } from '../../src/config.js';
 import { eicar } from '../../src/engines/test-content.js';
-import { createLogger } from '../../src/service.js';
+import { createLogger } from '../../src/logger.js';
 import { useBrowser } from '../helpers/browser.js';
 import { uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { type LogLevel, loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/service.js';
+import { createLogger } from '../../src/logger.js';
 
 /** The service's real logger (its serializers and redaction), writing JSON lines into memory. */
 export function capturedLogger(level: LogLevel = 'debug'): {
