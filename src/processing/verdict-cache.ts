@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DetectionCategory } from '../domain/records.js';
 import type { ReusableVerdict } from '../store/files.js';
-import { GroupedLookups } from '../store/grouped-lookups.js';
+import { StatementGroups } from '../store/statement-groups.js';
 import type { Store } from '../store/store.js';
 
 /**
@@ -78,7 +78,7 @@ export interface VerdictCacheOptions {
  */
 export class VerdictCache {
   /** Items looked up together (the jobs of one fetch, concurrent uploads) share a statement. */
-  private readonly lookups: GroupedLookups<string, ReusableVerdict | null>;
+  private readonly lookups: StatementGroups<string, ReusableVerdict | null>;
 
   constructor(
     store: Store,
@@ -86,9 +86,9 @@ export class VerdictCache {
     private readonly options: VerdictCacheOptions,
     private readonly logger: Logger,
   ) {
-    this.lookups = new GroupedLookups(
+    this.lookups = new StatementGroups(
       (keys) => store.files.findVerdicts(keys, new Date(Date.now() - options.ttlMs).toISOString()),
-      store.files.findsVerdictsTogether,
+      { grouped: store.files.findsVerdictsTogether },
     );
   }
 
