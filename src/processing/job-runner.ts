@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { Job, JobStage } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import { GroupedCommits } from '../store/grouped-commits.js';
+import { type Acceptance, stageOf } from '../store/job-acceptance.js';
+import { StatementGroups } from '../store/statement-groups.js';
 import type { Store } from '../store/store.js';
 import { ClaimShortcuts } from './claim-shortcuts.js';
 import { DownloadJob } from './download-job.js';
@@ -64,7 +66,10 @@ export class JobRunner implements JobQueue {
   private readonly shortcuts: ClaimShortcuts;
   /** The job each ending job handed its slot to, run once the ending one is gone. */
   private readonly handedOff = new Map<string, Job>();
+  /** Submissions accepted together share a transaction and its sync (SQLite)... */
   private readonly submissions: GroupedCommits;
+  /** ...or a statement (PostgreSQL: JobRepository.acceptMany), its signals included. */
+  private readonly acceptances: StatementGroups<Acceptance, boolean> | null;
   /** What each job was submitted as (its key's categories read at most every half second). */
   private readonly submissionsOf: JobSubmissions;
   private readonly failures: JobFailures;
@@ -112,6 +117,17 @@ export class JobRunner implements JobQueue {
         );
       },
     });
+    this.acceptances =
+      signals === undefined
+        ? null
+        : new StatementGroups((items) => store.jobs.acceptMany(items), {
+            alone: ({ job, received }) => store.jobs.accept(job, received),
+            onGroupFailed: (error, writes) =>
+              logger.warn(
+                { err: error, writes },
+                'a group of acceptances failed; they are tried one by one',
+              ),
+          });
     this.loop = new WorkLoop(
       (woken) => this.tick(woken),
       (error) => this.logger.error({ err: error }, 'job loop round failed'),
@@ -144,16 +160,23 @@ export class JobRunner implements JobQueue {
    * soon as a slot is free. The caller removes what it spooled when this throws.
    */
   async submit(job: Job, received: string): Promise<void> {
-    const stage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+    const stage = stageOf(job);
+    if (this.acceptances !== null) {
+      // No claim at acceptance here: a claim holds the claim lock (FairClaims), which an
+      // acceptance must not wait for while it holds its account's row.
+      const accepted = await this.acceptances.get({
+        job,
+        received: { timestamp: job.creationDate, message: received },
+      });
+      if (!accepted) throw new BalanceSpentError();
+      this.wakeFor(stage, job.accountId);
+      return;
+    }
     let claimed: Job | null = null;
     try {
       // Submissions arriving together share a transaction and its sync (GroupedCommits).
       await this.submissions.run(async (store) => {
-        // Not on PostgreSQL: a claim there holds the claim lock (FairClaims), which an
-        // acceptance's transaction must not wait for while it holds its account's row.
-        if (stage === 'scan' && this.signals === undefined) {
-          claimed = await this.shortcuts.atAcceptance(store, job);
-        }
+        if (stage === 'scan') claimed = await this.shortcuts.atAcceptance(store, job);
         // The item's credit is taken with its job, or neither: refused when the balance is spent.
         const accepted = await store.jobs.accept(claimed ?? job, {
           timestamp: job.creationDate,

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { JobStage } from '../domain/records.js';
 import type { DueSignals } from '../processing/work-delivery.js';
@@ -43,9 +43,13 @@ export class JobSignals implements DueSignals {
 
   /** One NOTIFY per job (PostgreSQL sends one of identical ones per transaction), one statement. */
   async send(db: Kysely<Database>, dues: readonly DueJob[]): Promise<void> {
-    if (dues.length === 0) return;
+    if (dues.length > 0) await this.query(dues).execute(db);
+  }
+
+  /** `send` as a query of its own, for a statement to run in a CTE: its commit sends them. */
+  query(dues: readonly DueJob[]): RawBuilder<{ signalled: unknown }> {
     const payloads = dues.map((due) => `${JOB_SIGNAL}:${due.kind}:${due.accountId}`);
-    await sql`SELECT pg_notify(${sql.raw(notifyChannelSql(this.schema))}, payload)
-      FROM unnest(${payloads}::text[]) AS payload`.execute(db);
+    return sql`SELECT pg_notify(${sql.raw(notifyChannelSql(this.schema))}, payload) AS signalled
+      FROM unnest(${payloads}::text[]) AS payload`;
   }
 }

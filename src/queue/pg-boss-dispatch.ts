@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import { type Db, fromKysely, type PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { Logger } from 'pino';
@@ -182,9 +182,9 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery, DueSignals {
     return this.jobSignals.send(db, [due]);
   }
 
-  /** WorkDispatch: `signal` for several jobs, in one statement. */
-  signalMany(db: Kysely<Database>, dues: readonly DueJob[]): Promise<void> {
-    return this.jobSignals.send(db, dues);
+  /** WorkDispatch: `signal` for several jobs, as a query for a statement of the store's own. */
+  signalQuery(dues: readonly DueJob[]): RawBuilder<{ signalled: unknown }> {
+    return this.jobSignals.query(dues);
   }
 
   /**
@@ -265,44 +265,6 @@ export class PgBossDispatch implements WorkDispatch, WorkDelivery, DueSignals {
     // A deferred message sends no NOTIFY: this process's workers are woken when it falls due
     // (others find it at their next poll). A wake-up before the commit finds nothing; harmless.
     if (deferred) this.wakeAt(queue, at);
-  }
-
-  /**
-   * WorkDispatch: messages for rows that became due together (submissions accepted together), in
-   * one insert per queue: pg-boss's `send` is a statement each (0.6 ms of PostgreSQL's time per
-   * item, half of it planning). Moved announcements (`sooner`) are sent one at a time.
-   */
-  async sendMany(db: Kysely<Database>, works: readonly DueWork[]): Promise<void> {
-    const byQueue = new Map<string, DueWork[]>();
-    for (const work of works) {
-      if (work.sooner === true) {
-        await this.send(db, work);
-        continue;
-      }
-      const queue = queueOf(work.kind);
-      byQueue.set(queue, [...(byQueue.get(queue) ?? []), work]);
-    }
-    const now = Date.now();
-    for (const [queue, due] of byQueue) {
-      await this.boss.insert(
-        queue,
-        due.map((work) => {
-          const at = Date.parse(work.at);
-          return {
-            data: { id: work.id } satisfies Message,
-            singletonKey: work.id,
-            group: { id: work.accountId },
-            priority: -(work.rank ?? 0),
-            ...(at > now ? { startAfter: new Date(at) } : {}),
-          };
-        }),
-        { db: fromKysely(db) },
-      );
-      for (const work of due) {
-        const at = Date.parse(work.at);
-        if (at > now) this.wakeAt(queue, at);
-      }
-    }
   }
 
   /** WorkDispatch: the rows of `ids` with a message waiting (created or to be retried) in `kind`'s queue. */

@@ -52,15 +52,11 @@ export class GroupedCommits {
       }
       let results: unknown[];
       try {
-        results = await this.store.transaction(
-          async (store) => {
-            const out: unknown[] = [];
-            for (const item of group) out.push(await item.work(store));
-            return out;
-          },
-          // The group's announcements (pg-boss messages) are one insert, not one each.
-          { gatherAnnouncements: true },
-        );
+        results = await this.store.transaction(async (store) => {
+          const out: unknown[] = [];
+          for (const item of group) out.push(await item.work(store));
+          return out;
+        });
       } catch (error) {
         this.options.onGroupFailed?.(error, group.length);
         for (const item of group) await this.alone(item);

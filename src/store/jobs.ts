@@ -1,6 +1,7 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Job, JobStage } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
+import { type Acceptance, acceptGroup, acceptOne, stageOf } from './job-acceptance.js';
 import { JobClaims, type RunningJobs } from './job-claims.js';
 import { toJob } from './job-rows.js';
 import {
@@ -15,7 +16,6 @@ import {
   spooledBytesOf,
   withContent,
 } from './job-statements.js';
-import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
 import { TraceRepository } from './trace-events.js';
 import { type DueJob, type WorkDispatch, withDispatch } from './work-dispatch.js';
@@ -47,8 +47,7 @@ export class JobRepository {
   }
 
   async insert(job: Job): Promise<void> {
-    // A fetch is downloaded into the spool first; content already there goes to the scan.
-    const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+    const stage = stageOf(job);
     await withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       await this.insertRow(db, job, stage);
       await signalIfDue(db, dispatch, { kind: stage, accountId: job.accountId }, job);
@@ -62,39 +61,11 @@ export class JobRepository {
    * event are one statement: three round trips per accepted item were most of an api process's
    * store work.
    */
-  async accept(job: Job, received: { timestamp: string; message: string }): Promise<boolean> {
-    const stage: JobStage = job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+  async accept(job: Job, received: Acceptance['received']): Promise<boolean> {
+    const stage = stageOf(job);
     return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
-        const { rows } = await sql<{ taken: number }>`${prepared}
-          WITH credit AS (
-            UPDATE accounts SET balance = balance - 1
-            WHERE id = ${job.accountId} AND (enforce_balance = 0 OR balance >= 1)
-            RETURNING id
-          ),
-          job AS (
-            INSERT INTO jobs (id, account_id, api_key_id, api_version, kind, state, location,
-              spool_key, metadata, callback, attempts, run_after, creation_date, legacy,
-              last_error, size, credit_held, stage)
-            SELECT ${job.id}, ${job.accountId}, ${job.apiKeyId}, ${job.apiVersion}, ${job.kind},
-              ${job.state}, ${job.location}::text, ${job.spoolKey}::text,
-              ${JSON.stringify(job.metadata)},
-              ${job.callback}::text, ${job.attempts}::int, ${job.runAfter}, ${job.creationDate},
-              ${job.legacy ? JSON.stringify(job.legacy) : null}::text,
-              ${job.lastError ?? null}::text, ${job.size ?? 0}::bigint, 1, ${stage}
-            WHERE EXISTS (SELECT 1 FROM credit)
-          ),
-          content AS (
-            INSERT INTO job_contents (job_id, content)
-            SELECT ${job.id}, ${job.content ?? null}::bytea
-            WHERE ${job.content ?? null}::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM credit)
-          ),
-          received AS (
-            INSERT INTO trace_events (file_id, timestamp, message)
-            SELECT ${job.id}, ${received.timestamp}, ${received.message}
-            WHERE EXISTS (SELECT 1 FROM credit)
-          )
-          SELECT count(*)::int AS taken FROM credit`.execute(db);
+        const { rows } = await acceptOne(job, received).execute(db);
         if (Number(rows[0]?.taken ?? 0) === 0) return false;
       } else {
         if (!(await new AccountRepository(db).takeCredit(job.accountId))) return false;
@@ -104,6 +75,45 @@ export class JobRepository {
       await signalIfDue(db, dispatch, { kind: stage, accountId: job.accountId }, job);
       return true;
     });
+  }
+
+  /**
+   * `accept` for items accepted together: which were (false: the balance was spent). On PostgreSQL
+   * one statement for all of them, their signals included, outside any transaction: one round trip
+   * and one commit instead of a transaction's begin, a statement per item, the signals and the
+   * commit. An account whose balance could not pay for all its items there has them accepted
+   * one at a time after it, as far as its balance goes. Elsewhere `accept` each, in one transaction.
+   */
+  async acceptMany(items: readonly Acceptance[]): Promise<boolean[]> {
+    if (items.length === 0) return [];
+    const signalQuery = this.dispatch?.signalQuery?.bind(this.dispatch);
+    const postgres = this.db.getExecutor().adapter instanceof PostgresAdapter;
+    // In a transaction (or without a query for the signals) the statement cannot be alone.
+    if (!postgres || this.db.isTransaction || (this.dispatch !== undefined && !signalQuery)) {
+      return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
+        const jobs = new JobRepository(db, dispatch);
+        const accepted: boolean[] = [];
+        for (const { job, received } of items) accepted.push(await jobs.accept(job, received));
+        return accepted;
+      });
+    }
+    const now = new Date().toISOString();
+    const dues = new Map<string, DueJob>();
+    for (const { job } of items) {
+      if (job.state !== 'pending' || job.runAfter > now) continue;
+      const due = { kind: stageOf(job), accountId: job.accountId };
+      dues.set(`${due.kind}\0${due.accountId}`, due);
+    }
+    const signals =
+      signalQuery !== undefined && dues.size > 0 ? signalQuery([...dues.values()]) : null;
+    const { rows } = await acceptGroup(items, signals).execute(this.db);
+    const taken = new Set(rows.map((row) => Number(row.n)));
+    const accepted: boolean[] = [];
+    for (const [n, { job, received }] of items.entries()) {
+      // Refused with its account's other items here: alone, it may still fit the balance.
+      accepted.push(taken.has(n) || (await this.accept(job, received)));
+    }
+    return accepted;
   }
 
   private async insertRow(db: Kysely<Database>, job: Job, stage: JobStage): Promise<void> {

@@ -36,7 +36,7 @@ import type { Database } from './schema.js';
 import { TokenRepository } from './tokens.js';
 import { TraceRepository } from './trace-events.js';
 import { UserRepository } from './users.js';
-import { GatheredDispatch, type WorkDispatch } from './work-dispatch.js';
+import type { WorkDispatch } from './work-dispatch.js';
 
 /** Migrations are imported, not read from disk, so they work from src/ (tsx) and dist/ alike. */
 const migrations: Record<string, Migration> = {
@@ -116,25 +116,10 @@ export class Store {
     this.results = new ResultRepository(db);
   }
 
-  /**
-   * Runs `work` in one transaction, with repositories bound to it. `gatherAnnouncements`: the work
-   * due that it announces is sent together just before the commit (GatheredDispatch), not one
-   * statement each.
-   */
-  transaction<T>(
-    work: (store: Store) => Promise<T>,
-    { gatherAnnouncements = false }: { gatherAnnouncements?: boolean } = {},
-  ): Promise<T> {
+  /** Runs `work` in one transaction, with repositories bound to it. */
+  transaction<T>(work: (store: Store) => Promise<T>): Promise<T> {
     const dispatch = this.dispatch;
-    if (!gatherAnnouncements || dispatch === undefined) {
-      return this.db.transaction().execute((trx) => work(new Store(trx, undefined, dispatch)));
-    }
-    return this.db.transaction().execute(async (trx) => {
-      const gathered = new GatheredDispatch(dispatch);
-      const result = await work(new Store(trx, undefined, gathered));
-      await gathered.flush(trx);
-      return result;
-    });
+    return this.db.transaction().execute((trx) => work(new Store(trx, undefined, dispatch)));
   }
 
   /** The same database, announcing due work through `dispatch` (pg-boss on PostgreSQL). */

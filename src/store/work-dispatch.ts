@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { JobStage } from '../domain/records.js';
 import type { Database } from './schema.js';
 
@@ -44,10 +44,11 @@ export interface WorkDispatch {
    * next look, up to JobRunner's JOB_LOOK_MS later).
    */
   signal?(db: Kysely<Database>, due: DueJob): Promise<void>;
-  /** `signal` for several jobs at once (one statement). */
-  signalMany?(db: Kysely<Database>, dues: readonly DueJob[]): Promise<void>;
-  /** `send` for several rows at once, in `db`'s transaction (fewer statements). */
-  sendMany?(db: Kysely<Database>, works: readonly DueWork[]): Promise<void>;
+  /**
+   * `signal` for several jobs as a query, for a statement of the store's own to run as one of its
+   * CTEs (an acceptance's, which writes everything in one statement): its commit sends them.
+   */
+  signalQuery?(dues: readonly DueJob[]): RawBuilder<{ signalled: unknown }>;
   /**
    * Which of these rows already have an announcement waiting to be delivered (announcing them
    * again would change nothing): a worker's start then sends only what is missing, not its backlog.
@@ -66,42 +67,4 @@ export async function withDispatch<T>(
 ): Promise<T> {
   if (dispatch === undefined || db.isTransaction) return write(db, dispatch);
   return db.transaction().execute((trx) => write(trx, dispatch));
-}
-
-/**
- * Gathers what a transaction announces and sends it at once before the commit (`flush`), through
- * the dispatch's `sendMany`: the submissions of one group commit cost one insert per queue.
- */
-export class GatheredDispatch implements WorkDispatch {
-  private readonly gathered: DueWork[] = [];
-  /** Signals gathered, one per stage and account. */
-  private readonly signals = new Map<string, DueJob>();
-
-  constructor(private readonly dispatch: WorkDispatch) {}
-
-  async send(_db: Kysely<Database>, work: DueWork): Promise<void> {
-    this.gathered.push(work);
-  }
-
-  async signal(_db: Kysely<Database>, due: DueJob): Promise<void> {
-    this.signals.set(`${due.kind}\0${due.accountId}`, due);
-  }
-
-  waiting(db: Kysely<Database>, kind: WorkKind, ids: string[]): Promise<Set<string>> {
-    return this.dispatch.waiting?.(db, kind, ids) ?? Promise.resolve(new Set());
-  }
-
-  /** Sends what was gathered, in `db`'s transaction. */
-  async flush(db: Kysely<Database>): Promise<void> {
-    const works = this.gathered.splice(0);
-    const dues = [...this.signals.values()];
-    this.signals.clear();
-    if (dues.length > 0) {
-      if (this.dispatch.signalMany !== undefined) await this.dispatch.signalMany(db, dues);
-      else for (const due of dues) await this.dispatch.signal?.(db, due);
-    }
-    if (works.length === 0) return;
-    if (this.dispatch.sendMany !== undefined) await this.dispatch.sendMany(db, works);
-    else for (const work of works) await this.dispatch.send(db, work);
-  }
 }

@@ -96,8 +96,9 @@ async function tracedUpload(
       'strace',
       '-f',
       '-qq',
+      // Long enough for an item's id in its statement's parameters (PostgreSQL's Bind message).
       '-s',
-      '40',
+      '200',
       '-e',
       'trace=rename,openat,fsync,fdatasync,write,writev',
       '-e',
@@ -119,14 +120,35 @@ async function tracedUpload(
   return { lines: readFileSync(log, 'utf8').split('\n'), id, dataDir };
 }
 
+/** The last line before `before` that matches, or -1. */
+function findLast(lines: string[], pattern: RegExp, before: number): number {
+  for (let i = before - 1; i >= 0; i--) if (pattern.test(lines[i] ?? '')) return i;
+  return -1;
+}
+
 /** The job's commit (with what it holds) is durable before the 202, after line `after`. */
-function assertCommitSyncedBefore202(lines: string[], dataDir: string, after: number): void {
+function assertCommitSyncedBefore202(
+  lines: string[],
+  dataDir: string,
+  after: number,
+  id: string,
+): void {
   const answered = find(lines, /HTTP\/1\.1 202/);
   if (onPostgres) {
-    // PostgreSQL makes a commit durable before it answers it (synchronous_commit is on).
-    const commit = find(lines, /write\(\d+, ".*commit/i, after);
-    assert.ok(commit > after, 'the job is committed after that');
-    assert.ok(answered > commit, 'the 202 is written only after the commit');
+    // The first write that carries the item's id after `after` is its statement (the 202's body,
+    // which names it too, comes later).
+    const statement = find(lines, new RegExp(`^\\d+ +writev?\\(\\d+, .*${id}`), after);
+    assert.ok(statement > after, 'the job goes to PostgreSQL after that');
+    assert.ok(answered > statement, 'the 202 is written only after it');
+    // PostgreSQL answers a statement once it is durably committed (synchronous_commit is on): at
+    // once outside a transaction; inside one, only its commit is. Which is it, on that connection?
+    const fd = /^\d+ +writev?\((\d+),/.exec(lines[statement] ?? '')?.[1] ?? '';
+    const onConnection = (word: string) => new RegExp(`writev?\\(${fd}, .*\\b${word}\\b`, 'i');
+    const begun = findLast(lines, onConnection('begin'), statement);
+    if (begun > findLast(lines, onConnection('commit'), statement)) {
+      const commit = find(lines, onConnection('commit'), statement);
+      assert.ok(commit > statement && answered > commit, 'its transaction commits before the 202');
+    }
     return;
   }
   const { index: openWal, fd: walFd } = opened(lines, `${dataDir}/assay.db-wal`, after);
@@ -149,7 +171,7 @@ describe('durability of the 202', () => {
     assert.ok(openDir > renamed, 'the spool directory is opened after the rename');
     const dirSynced = syncCompleted(lines, openDir, dirFd, 'fsync');
     assert.ok(dirSynced > openDir, 'and synced');
-    assertCommitSyncedBefore202(lines, dataDir, dirSynced);
+    assertCommitSyncedBefore202(lines, dataDir, dirSynced, id);
   });
 
   test('content within ASSAY_ASYNC_INLINE_BYTES is committed with its job, synced before the 202, and no spool file is made', async (t) => {
@@ -161,6 +183,6 @@ describe('durability of the 202', () => {
       -1,
       'no spool file is written for the item',
     );
-    assertCommitSyncedBefore202(lines, dataDir, 0);
+    assertCommitSyncedBefore202(lines, dataDir, 0, id);
   });
 });
