@@ -9,6 +9,7 @@ import type {
 import { redactUrl } from '../outbound/target.js';
 import type { RunningJobs } from '../store/job-claims.js';
 import type { ClaimWithResults, ResultRows } from '../store/results.js';
+import { StatementGroups } from '../store/statement-groups.js';
 import type { Store } from '../store/store.js';
 import { destinationOf } from './callback-destinations.js';
 import { renderFileResult, type SubmissionVersion } from './file-result.js';
@@ -59,12 +60,7 @@ interface Pending {
   rows: ResultRows;
   deliveries: CallbackDelivery[];
   handOff: SlotHandOff | undefined;
-  resolve: (recorded: boolean) => void;
-  reject: (error: unknown) => void;
 }
-
-/** The most results one write carries. */
-const MAX_GROUP = 64;
 
 /**
  * Records a finished item at once: its result, its trace, its callback in the outbox, and the end
@@ -76,8 +72,7 @@ const MAX_GROUP = 64;
  * at a time, so one item's failure is its own.
  */
 export class ResultRecorder {
-  private readonly pending: Pending[] = [];
-  private flushing = false;
+  private readonly groups: StatementGroups<Pending, boolean>;
 
   /**
    * @param onGroupFailed told why a group's write failed (a dropped connection, one item's
@@ -87,8 +82,13 @@ export class ResultRecorder {
     private readonly store: Store,
     private readonly onCallbackQueued: () => void,
     private readonly events: ProcessingEvents = UNOBSERVED,
-    private readonly onGroupFailed: (error: unknown, results: number) => void = () => {},
-  ) {}
+    onGroupFailed: (error: unknown, results: number) => void = () => {},
+  ) {
+    this.groups = new StatementGroups((group) => this.write(group), {
+      alone: async (item) => (await this.write([item]))[0] === true,
+      onGroupFailed,
+    });
+  }
 
   /** False when the job was already finished (by an earlier run that outlived a restart). */
   async complete({
@@ -124,41 +124,10 @@ export class ResultRecorder {
       credits: -due,
       events: [...events, ...refused],
     };
-    const recorded = await new Promise<boolean>((resolve, reject) => {
-      this.pending.push({ rows, deliveries, handOff, resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
-    });
+    const recorded = await this.groups.get({ rows, deliveries, handOff });
     if (recorded) this.events.itemRecorded(file.findings);
     if (recorded && deliveries.length > 0) this.onCallbackQueued();
     return recorded;
-  }
-
-  private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
-      const group = this.pending.splice(0, MAX_GROUP);
-      let recorded: boolean[];
-      try {
-        recorded = await this.write(group);
-      } catch (error) {
-        if (group.length === 1) {
-          group[0]?.reject(error);
-          continue;
-        }
-        this.onGroupFailed(error, group.length);
-        for (const item of group) {
-          await this.write([item]).then(
-            ([one]) => item.resolve(one === true),
-            (failure: unknown) => item.reject(failure),
-          );
-        }
-        continue;
-      }
-      for (const [i, item] of group.entries()) item.resolve(recorded[i] === true);
-    }
-    this.flushing = false;
   }
 
   /** The group's results, the callbacks of those written and its hand-offs, in one commit. */

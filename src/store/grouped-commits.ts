@@ -1,13 +1,11 @@
 import type { Store } from './store.js';
+import { TurnGroups } from './turn-groups.js';
 
 interface Pending {
   work: (store: Store) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
-
-/** The most writes one commit carries. */
-const MAX_GROUP = 64;
 
 /**
  * Group commit: writes handed over in the same turn of the event loop (or while the previous
@@ -18,8 +16,7 @@ const MAX_GROUP = 64;
  * one sync for the whole group: what a 202 promises, at a fraction of a sync per item.
  */
 export class GroupedCommits {
-  private readonly pending: Pending[] = [];
-  private flushing = false;
+  private readonly groups = new TurnGroups<Pending>((group) => this.commit(group));
 
   /**
    * @param options.onGroupFailed told why a group's transaction failed (a dropped connection, one
@@ -35,42 +32,34 @@ export class GroupedCommits {
 
   run<T>(work: (store: Store) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
+      this.groups.add({ work, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
-  private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
-      const group = this.pending.splice(0, MAX_GROUP);
-      if (group.length === 1) {
-        await this.alone(group[0] as Pending);
-        continue;
-      }
-      let results: unknown[];
-      try {
-        results = await this.store.transaction(async (store) => {
-          const out: unknown[] = [];
-          for (const item of group) out.push(await item.work(store));
-          return out;
-        });
-      } catch (error) {
-        this.options.onGroupFailed?.(error, group.length);
-        for (const item of group) await this.alone(item);
-        continue;
-      }
-      try {
-        await this.synced();
-      } catch (error) {
-        for (const item of group) item.reject(error);
-        continue;
-      }
-      for (const [i, item] of group.entries()) item.resolve(results[i]);
+  private async commit(group: Pending[]): Promise<void> {
+    if (group.length === 1) {
+      await this.alone(group[0] as Pending);
+      return;
     }
-    this.flushing = false;
+    let results: unknown[];
+    try {
+      results = await this.store.transaction(async (store) => {
+        const out: unknown[] = [];
+        for (const item of group) out.push(await item.work(store));
+        return out;
+      });
+    } catch (error) {
+      this.options.onGroupFailed?.(error, group.length);
+      for (const item of group) await this.alone(item);
+      return;
+    }
+    try {
+      await this.synced();
+    } catch (error) {
+      for (const item of group) item.reject(error);
+      return;
+    }
+    for (const [i, item] of group.entries()) item.resolve(results[i]);
   }
 
   private async alone(item: Pending): Promise<void> {

@@ -1,10 +1,10 @@
-interface Waiting<V> {
+import { TurnGroups } from './turn-groups.js';
+
+interface Waiting<K, V> {
+  key: K;
   resolve: (value: V) => void;
   reject: (error: unknown) => void;
 }
-
-/** The most keys one statement carries. */
-const MAX_GROUP = 64;
 
 export interface StatementGroupOptions<K, V> {
   /**
@@ -23,13 +23,12 @@ export interface StatementGroupOptions<K, V> {
 
 /**
  * Keys handed over in the same turn of the event loop (or while the previous group runs) go to
- * the store as one statement: work that arrives together (the items of one fetch, concurrent
- * submissions) pays one round trip instead of one each. `statement` answers the keys in their
- * order.
+ * the store as one statement (TurnGroups): work that arrives together (the items of one fetch,
+ * concurrent submissions, results finishing together) pays one round trip instead of one each.
+ * `statement` answers the keys in their order.
  */
 export class StatementGroups<K, V> {
-  private readonly pending: Array<{ key: K } & Waiting<V>> = [];
-  private flushing = false;
+  private readonly groups: TurnGroups<Waiting<K, V>>;
   private readonly grouped: boolean;
 
   constructor(
@@ -37,37 +36,28 @@ export class StatementGroups<K, V> {
     private readonly options: StatementGroupOptions<K, V> = {},
   ) {
     this.grouped = options.grouped ?? true;
+    this.groups = new TurnGroups((group) => this.run(group));
   }
 
   get(key: K): Promise<V> {
     if (!this.grouped) {
       return this.options.alone?.(key) ?? this.statement([key]).then((values) => values[0] as V);
     }
-    return new Promise<V>((resolve, reject) => {
-      this.pending.push({ key, resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
-    });
+    return new Promise<V>((resolve, reject) => this.groups.add({ key, resolve, reject }));
   }
 
-  private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
-      const group = this.pending.splice(0, MAX_GROUP);
-      try {
-        const values = await this.statement(group.map((item) => item.key));
-        for (const [i, item] of group.entries()) item.resolve(values[i] as V);
-      } catch (error) {
-        const { alone, onGroupFailed } = this.options;
-        if (alone === undefined || group.length === 1) {
-          for (const item of group) item.reject(error);
-          continue;
-        }
-        onGroupFailed?.(error, group.length);
-        for (const item of group) await alone(item.key).then(item.resolve, item.reject);
+  private async run(group: Array<Waiting<K, V>>): Promise<void> {
+    try {
+      const values = await this.statement(group.map((item) => item.key));
+      for (const [i, item] of group.entries()) item.resolve(values[i] as V);
+    } catch (error) {
+      const { alone, onGroupFailed } = this.options;
+      if (alone === undefined || group.length === 1) {
+        for (const item of group) item.reject(error);
+        return;
       }
+      onGroupFailed?.(error, group.length);
+      for (const item of group) await alone(item.key).then(item.resolve, item.reject);
     }
-    this.flushing = false;
   }
 }

@@ -27,8 +27,13 @@ export async function openTestStore(
   return { store, dataDir };
 }
 
-/** An account `id` (balance `balance`, not enforced) with one key, `key-${id}`. */
-export async function addAccount(store: Store, id: string, balance = 1000): Promise<void> {
+/** An account `id` (balance `balance`, not enforced unless said) with one key, `key-${id}`. */
+export async function addAccount(
+  store: Store,
+  id: string,
+  balance = 1000,
+  { enforceBalance = false }: { enforceBalance?: boolean } = {},
+): Promise<void> {
   const now = new Date().toISOString();
   await store.accounts.insert({
     id,
@@ -37,7 +42,7 @@ export async function addAccount(store: Store, id: string, balance = 1000): Prom
     subscription: '',
     balance,
     startingBalance: balance,
-    enforceBalance: false,
+    enforceBalance,
     creationDate: now,
     modificationDate: now,
     callbackSecret: 'secret',

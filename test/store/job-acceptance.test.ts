@@ -7,24 +7,6 @@ import type { Store } from '../../src/store/store.js';
 import { addAccount, openTestStore, pendingUpload } from '../helpers/store-fixture.js';
 import { onPostgres, storeEnv } from '../helpers/test-database.js';
 
-/** An account that enforces its balance: it may accept `balance` items, no more. */
-async function addEnforcedAccount(store: Store, id: string, balance: number): Promise<void> {
-  const now = new Date().toISOString();
-  await store.accounts.insert({
-    id,
-    name: id,
-    billingEmail: '',
-    subscription: '',
-    balance,
-    startingBalance: balance,
-    enforceBalance: true,
-    creationDate: now,
-    modificationDate: now,
-    callbackSecret: 'secret',
-    active: true,
-  });
-}
-
 /**
  * The signals a deployment's commit sends (pg-boss's channel, as PgBossDispatch listens to it):
  * `heard` collects their payloads; null on SQLite, which signals nothing.
@@ -61,7 +43,7 @@ describe('acceptances together (JobRepository.acceptMany)', () => {
   test('each account pays for its items; one whose balance runs out has what it pays for accepted, in order; jobs, contents and first events whole', async (t) => {
     const { store: plain, dataDir } = await openTestStore(t);
     await addAccount(plain, 'account-a');
-    await addEnforcedAccount(plain, 'account-b', 2);
+    await addAccount(plain, 'account-b', 2, { enforceBalance: true });
     const listening = await listenForSignals(t, dataDir);
     const store = listening?.store(plain) ?? plain;
     const items = [
@@ -106,7 +88,7 @@ describe('acceptances together (JobRepository.acceptMany)', () => {
 
   test('a group refused whole writes nothing and takes no credit', async (t) => {
     const { store } = await openTestStore(t);
-    await addEnforcedAccount(store, 'account-b', 0);
+    await addAccount(store, 'account-b', 0, { enforceBalance: true });
     const items = [pendingUpload('account-b'), pendingUpload('account-b')].map((job) => ({
       job,
       received: received('received'),
