@@ -175,7 +175,7 @@ export class LocalSpool implements ContentSpool {
       try {
         file = await open(path, 'r');
       } catch (error) {
-        throw await spool.readFailure(error, performance.now());
+        throw await spool.readFailure(error, performance.now(), path);
       }
       try {
         // Small first: most content is small, and a 1 MiB buffer for each 4 KB item made the
@@ -187,7 +187,7 @@ export class LocalSpool implements ContentSpool {
           try {
             ({ bytesRead } = await file.read(buffer, 0, size, null));
           } catch (error) {
-            throw await spool.readFailure(error, performance.now());
+            throw await spool.readFailure(error, performance.now(), path);
           }
           if (bytesRead === 0) return;
           yield bytesRead === size ? buffer : buffer.subarray(0, bytesRead);
@@ -205,11 +205,17 @@ export class LocalSpool implements ContentSpool {
   /**
    * A read failed: the item's (its file is missing, or only it cannot be read) if the directory
    * answers a check made after the failure, else an outage. A missing directory is an outage: a
-   * shared spool that is not mounted, never every item's content gone.
+   * shared spool that is not mounted, never every item's content gone; so is a file missing at
+   * the failure and there at the check (the directory came back in between).
    */
-  private readFailure(error: unknown, failedAt: number): Promise<Error> {
+  private readFailure(error: unknown, failedAt: number, path: string): Promise<Error> {
     const missing = (error as { code?: unknown }).code === 'ENOENT';
-    return this.health.readFailure(error, failedAt, missing);
+    return this.health.readFailure(error, failedAt, missing, () =>
+      stat(path).then(
+        (info) => info.isFile(),
+        () => false,
+      ),
+    );
   }
 
   close(): void {}

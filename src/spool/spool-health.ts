@@ -53,13 +53,23 @@ export class SpoolHealth {
   /**
    * What a failed read means: the item's (SpooledContentError; `missing`: its content is not
    * there) when the spool answers a check started after the failure (`failedAt`,
-   * performance.now()), else an outage, noted for readiness.
+   * performance.now()), else an outage, noted for readiness. `foundNow` (for `missing`): whether
+   * the content is there after all; when it is, the spool came back between the failure and the
+   * check, and the failure was the outage's.
    */
-  async readFailure(error: unknown, failedAt: number, missing: boolean): Promise<Error> {
+  async readFailure(
+    error: unknown,
+    failedAt: number,
+    missing: boolean,
+    foundNow?: () => Promise<boolean>,
+  ): Promise<Error> {
     try {
       await this.check(failedAt);
     } catch {
       this.noteFailure(error);
+      return new SpoolUnavailableError('reading', error);
+    }
+    if (missing && foundNow !== undefined && (await foundNow().catch(() => false))) {
       return new SpoolUnavailableError('reading', error);
     }
     return new SpooledContentError(missing, error);

@@ -79,6 +79,31 @@ describe('LocalSpool tells an outage from one item', () => {
     assert.equal(await text(spool.read(stored)), 'kept');
   });
 
+  test('a directory back between a read failing and its check: the outage, never the item', async (t) => {
+    const { dir, spool } = spoolDir(t);
+    const stored = key();
+    await spool.write(stored, chunks('kept'), 100);
+    const away = `${dir}-away`;
+    t.after(() => rmSync(away, { recursive: true, force: true }));
+    let outages = 0;
+    // A share unmounted and mounted again: reads whose open failed while it was away are checked
+    // after it is back (setImmediate runs after the failures are heard), which must not make
+    // them the item's.
+    for (let round = 0; round < 100; round++) {
+      renameSync(dir, away);
+      const reads = Array.from({ length: 8 }, () =>
+        text(spool.read(stored)).catch((error: unknown) => error),
+      );
+      setImmediate(() => renameSync(away, dir));
+      for (const outcome of await Promise.all(reads)) {
+        if (outcome === 'kept') continue;
+        assert.ok(outcome instanceof SpoolUnavailableError, `round ${round}: ${String(outcome)}`);
+        outages += 1;
+      }
+    }
+    assert.ok(outages > 0, 'reads failed while the directory was away');
+  });
+
   test('what the source throws stays itself, and nothing is left behind', async (t) => {
     const { dir, spool } = spoolDir(t);
     const tooLarge = await failureOf(spool.write(key(), chunks('0123456789'), 5));
