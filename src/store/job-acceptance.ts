@@ -14,47 +14,11 @@ export function stageOf(job: Pick<Job, 'kind' | 'spoolKey'>): JobStage {
 }
 
 /**
- * One item's acceptance in one statement (PostgreSQL): its credit, its job, a small upload's
- * content and the first trace event; nothing when the account enforces its balance and has no
- * credit left (`taken` 0).
- */
-export function acceptOne(job: Job, received: Acceptance['received']) {
-  return sql<{ taken: number }>`${prepared}
-    WITH credit AS (
-      UPDATE accounts SET balance = balance - 1
-      WHERE id = ${job.accountId} AND (enforce_balance = 0 OR balance >= 1)
-      RETURNING id
-    ),
-    job AS (
-      INSERT INTO jobs (id, account_id, api_key_id, api_version, kind, state, location,
-        spool_key, metadata, callback, attempts, run_after, creation_date, legacy,
-        last_error, size, credit_held, stage)
-      SELECT ${job.id}, ${job.accountId}, ${job.apiKeyId}, ${job.apiVersion}, ${job.kind},
-        ${job.state}, ${job.location}::text, ${job.spoolKey}::text,
-        ${JSON.stringify(job.metadata)},
-        ${job.callback}::text, ${job.attempts}::int, ${job.runAfter}, ${job.creationDate},
-        ${job.legacy ? JSON.stringify(job.legacy) : null}::text,
-        ${job.lastError ?? null}::text, ${job.size ?? 0}::bigint, 1, ${stageOf(job)}
-      WHERE EXISTS (SELECT 1 FROM credit)
-    ),
-    content AS (
-      INSERT INTO job_contents (job_id, content)
-      SELECT ${job.id}, ${job.content ?? null}::bytea
-      WHERE ${job.content ?? null}::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM credit)
-    ),
-    received AS (
-      INSERT INTO trace_events (file_id, timestamp, message)
-      SELECT ${job.id}, ${received.timestamp}, ${received.message}
-      WHERE EXISTS (SELECT 1 FROM credit)
-    )
-    SELECT count(*)::int AS taken FROM credit`;
-}
-
-/**
  * Items accepted together in one statement (PostgreSQL), given as JSON: each account's credits
  * for all its items here, their jobs, contents and first trace events, and `signals` (the due
  * jobs' NOTIFY, sent by the statement's commit). An account that enforces its balance and cannot
- * pay for all its items here has none of them accepted: `n` lists the items accepted.
+ * pay for all its items here has none of them accepted: `n` lists the items accepted (one item
+ * alone: accepted, or refused when its account has no credit left).
  */
 export function acceptGroup(
   items: readonly Acceptance[],

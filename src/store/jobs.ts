@@ -1,7 +1,7 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Job, JobStage } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
-import { type Acceptance, acceptGroup, acceptOne, stageOf } from './job-acceptance.js';
+import { type Acceptance, acceptGroup, stageOf } from './job-acceptance.js';
 import { JobClaims, type RunningJobs } from './job-claims.js';
 import { toJob } from './job-rows.js';
 import {
@@ -30,9 +30,13 @@ async function signalIfDue(
   due: DueJob,
   job: { state: string; runAfter: string },
 ): Promise<void> {
-  if (dispatch?.signal === undefined || job.state !== 'pending') return;
-  if (job.runAfter > new Date().toISOString()) return;
+  if (dispatch?.signal === undefined || !dueNow(job, new Date().toISOString())) return;
   await dispatch.signal(db, due);
+}
+
+/** A job that is pending and due by `now` (ISO): the ones signalled. */
+function dueNow(job: { state: string; runAfter: string }, now: string): boolean {
+  return job.state === 'pending' && job.runAfter <= now;
 }
 
 export class JobRepository {
@@ -65,8 +69,8 @@ export class JobRepository {
     const stage = stageOf(job);
     return withDispatch(this.db, this.dispatch, async (db, dispatch) => {
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
-        const { rows } = await acceptOne(job, received).execute(db);
-        if (Number(rows[0]?.taken ?? 0) === 0) return false;
+        const { rows } = await acceptGroup([{ job, received }], null).execute(db);
+        if (rows.length === 0) return false;
       } else {
         if (!(await new AccountRepository(db).takeCredit(job.accountId))) return false;
         await this.insertRow(db, { ...job, creditHeld: true }, stage);
@@ -100,7 +104,7 @@ export class JobRepository {
     const now = new Date().toISOString();
     const dues = new Map<string, DueJob>();
     for (const { job } of items) {
-      if (job.state !== 'pending' || job.runAfter > now) continue;
+      if (!dueNow(job, now)) continue;
       const due = { kind: stageOf(job), accountId: job.accountId };
       dues.set(`${due.kind}\0${due.accountId}`, due);
     }
