@@ -314,6 +314,21 @@ describe('nsfw-language detection: innocent text and disguised obscenities', () 
     }
   });
 
+  test('a short hash of hexadecimal letters only is data among hashes of its length, a word elsewhere', () => {
+    // One 7-character hash in a thousand has no digit; read alone, "caccaaa" stretches into "cacca".
+    const hashes = '6de6877 ac90adb c050bb1 caccaaa c0cf8e5 2f5d7d6';
+    assert.deepEqual(detector.detect(hashes).matches, [], hashes);
+    assert.deepEqual(detector.detect('caccaaa c0cf8e5').matches, []);
+    assert.deepEqual(detector.detect('c050bb1 caccaaa').matches, []);
+    for (const text of ['che caccaaa', 'caccaaa 2024', 'c050bb12 caccaaa', 'caccaaa\n\nc0cf8e5x']) {
+      assert.deepEqual(
+        detector.detect(text).matches.map((match) => match.term),
+        ['cacca'],
+        text,
+      );
+    }
+  });
+
   test('no findings on 10,000 random 1 KB texts of hex, base64 and UUIDs', (t) => {
     const started = performance.now();
     const texts = randomDataTexts(10_000);

@@ -156,23 +156,62 @@ export function isTitlecase(text: string, start: number, end: number): boolean {
   return rest === rest.toLowerCase() && !/[^\p{L}]/u.test(rest);
 }
 
+const NOT_HEX = 0;
+const HEX_LETTERS = 1;
+const HEX_LETTERS_AND_DIGITS = 2;
+
+/** Whether a chunk is hexadecimal letters only ("caccaaa"), letters and digits ("6de6877"), or neither. */
+function hexShape(text: string, start: number, end: number): number {
+  let digits = false;
+  let letters = false;
+  for (let index = start; index < end; index++) {
+    const code = text.charCodeAt(index);
+    if (code >= 48 && code <= 57) digits = true;
+    else if ((code | 0x20) >= 97 && (code | 0x20) <= 102) letters = true;
+    else return NOT_HEX;
+  }
+  return letters ? (digits ? HEX_LETTERS_AND_DIGITS : HEX_LETTERS) : NOT_HEX;
+}
+
+function chunkEndFrom(text: string, index: number): number {
+  let end = index;
+  while (end < text.length && kindOf(text.charCodeAt(end)) !== SPACE) end++;
+  return end;
+}
+
+function nextChunkStart(text: string, index: number): number {
+  let start = index;
+  while (start < text.length && kindOf(text.charCodeAt(start)) === SPACE) start++;
+  return start;
+}
+
 /**
  * Calls `visit` for each token of the text, in order, with whether its chunk is data. A token is
  * a run of letters, digits and look-alike symbols; a chunk, a run of anything but spaces.
+ * A chunk of hexadecimal letters only is data beside a hexadecimal chunk of its length with
+ * digits: one short hash in a thousand has no digit ("6de6877 caccaaa c050bb1"), and read
+ * alone it may stretch into a word.
  */
 export function forEachToken(
   text: string,
   visit: (start: number, end: number, data: boolean) => void,
 ): void {
-  let index = 0;
+  let previousShape = NOT_HEX;
+  let previousLength = 0;
+  let index = nextChunkStart(text, 0);
   while (index < text.length) {
-    if (kindOf(text.charCodeAt(index)) === SPACE) {
-      index++;
-      continue;
+    const chunkEnd = chunkEndFrom(text, index);
+    const shape = hexShape(text, index, chunkEnd);
+    let data = isData(text, index, chunkEnd);
+    if (!data && shape === HEX_LETTERS) {
+      const length = chunkEnd - index;
+      const next = nextChunkStart(text, chunkEnd);
+      // The next chunk is read once more here, once at most: linear.
+      data =
+        (previousShape === HEX_LETTERS_AND_DIGITS && previousLength === length) ||
+        (chunkEndFrom(text, next) - next === length &&
+          hexShape(text, next, next + length) === HEX_LETTERS_AND_DIGITS);
     }
-    let chunkEnd = index;
-    while (chunkEnd < text.length && kindOf(text.charCodeAt(chunkEnd)) !== SPACE) chunkEnd++;
-    const data = isData(text, index, chunkEnd);
     for (let start = index; start < chunkEnd; ) {
       if (kindOf(text.charCodeAt(start)) !== TOKEN) {
         start++;
@@ -183,6 +222,8 @@ export function forEachToken(
       visit(start, end, data);
       start = end;
     }
-    index = chunkEnd;
+    previousShape = shape;
+    previousLength = chunkEnd - index;
+    index = nextChunkStart(text, chunkEnd);
   }
 }
