@@ -60,10 +60,16 @@ const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 
 const now = () => performance.now();
 
+/** The HTTP status S3 answered with; undefined when it did not answer (refused, reset, timed out). */
+function httpStatusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
+    ?.httpStatusCode;
+}
+
 function errorName(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
-  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  const status = httpStatusOf(error);
   const what =
     typeof code === 'string' && code !== error.name ? `${error.name} ${code}` : error.name;
   return `${what}${status === undefined ? '' : ` (HTTP ${status})`}: ${error.message}`;
@@ -72,8 +78,7 @@ function errorName(error: unknown): string {
 /** A missing key (a bucket that is gone is not: that is an outage). */
 function isMissing(error: unknown): boolean {
   if (!(error instanceof Error) || error.name === 'NoSuchBucket') return false;
-  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  return error.name === 'NoSuchKey' || error.name === 'NotFound' || status === 404;
+  return error.name === 'NoSuchKey' || error.name === 'NotFound' || httpStatusOf(error) === 404;
 }
 
 /**
@@ -149,11 +154,16 @@ export class S3Spool implements ContentSpool {
   }
 
   /**
-   * A read failed: the item's when the key is missing, or when the bucket answers a check made
-   * after the failure; else an outage.
+   * A read failed: the item's when the key is missing, or when S3 answered with an error and the
+   * bucket answers a check made after the failure; else an outage. A request S3 never answered
+   * (refused, reset, timed out) is the outage's even when the bucket is back before the check.
    */
   private async readFailure(error: S3SpoolError, failedAt: number): Promise<Error> {
     if (error.code === 'ENOENT') return new SpooledContentError(true, error);
+    if (error.cause instanceof Error && httpStatusOf(error.cause) === undefined) {
+      this.health.noteFailure(error);
+      return new SpoolUnavailableError('reading', error);
+    }
     return this.health.readFailure(error, failedAt, false);
   }
 

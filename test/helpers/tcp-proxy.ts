@@ -11,6 +11,11 @@ export interface TcpProxy {
   /** Drops every connection and refuses new ones (they are reset at once), as a restart would. */
   cut(): void;
   /**
+   * As cut(), but only the next `count` connections are refused; those after are forwarded: a
+   * server back between a request's failure and the next.
+   */
+  refuseNext(count: number): void;
+  /**
    * Cuts every connection (reset, both ways) once `bytes` more bytes have gone from clients to the
    * target: the target gets the first `bytes` of them, then nothing. New connections are refused
    * afterwards, as after cut(), unless `refuse` is false.
@@ -41,6 +46,8 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
   const clients = new Set<Socket>();
   let open = true;
   let accepted = 0;
+  // Connections still to refuse before forwarding again; undefined: until restore().
+  let refusals: number | undefined;
   // Bytes still to forward before the armed cut; undefined when none is armed.
   let cutIn: number | undefined;
   let refuseAfterCut = true;
@@ -61,6 +68,10 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
   const server = createServer((client) => {
     if (!open) {
       client.resetAndDestroy();
+      if (refusals !== undefined && --refusals === 0) {
+        refusals = undefined;
+        open = true;
+      }
       return;
     }
     accepted += 1;
@@ -119,6 +130,11 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
       return clients.size;
     },
     cut() {
+      refusals = undefined;
+      cut(true);
+    },
+    refuseNext(count) {
+      refusals = count;
       cut(true);
     },
     cutAfter(bytes, options = {}) {
@@ -126,6 +142,7 @@ export async function startTcpProxyTo(target: ProxyTarget): Promise<TcpProxy> {
       refuseAfterCut = options.refuse ?? true;
     },
     restore() {
+      refusals = undefined;
       open = true;
     },
     dropAnswerTo(pattern, holdMs = 300) {

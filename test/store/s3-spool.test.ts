@@ -20,6 +20,7 @@ import {
 } from '../../src/spool/s3-spool.js';
 import { guardRefused, guardSeen } from '../helpers/loopback-only.js';
 import { type S3TestServer, startS3Server } from '../helpers/s3-server.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const MiB = 1024 * 1024;
 const PREFIX = 'assay/spool';
@@ -231,6 +232,24 @@ describe('S3 spool against a local S3-compatible server', () => {
       await spool.remove(key);
     }
     await spool.check();
+  });
+
+  test('a read S3 never answered, the bucket back before the check: the outage, never the item', async (t) => {
+    const proxy = await startTcpProxy('127.0.0.1', Number(new URL(server.endpoint).port));
+    const proxied = spoolOn(server, { endpoint: `http://${proxy.address}`, maxAttempts: 1 });
+    t.after(async () => {
+      proxied.close();
+      await proxy.close();
+    });
+    const key = newKey();
+    t.after(() => spool.remove(key));
+    await spool.write(key, randomSource(1000).chunks(), 10_000);
+    // The read's connection (the proxied spool's first) is refused; any after goes through, so a
+    // check made after the failure passes.
+    proxy.refuseNext(1);
+    await assert.rejects(hashOf(proxied.read(key)), wrapping(SpoolUnavailableError, /ECONNRESET/));
+    await proxied.check();
+    assert.deepEqual(await hashOf(proxied.read(key)), await hashOf(spool.read(key)));
   });
 
   test('removeOrphans: only unreferenced spool keys older than the grace, across pages', async () => {
