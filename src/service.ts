@@ -273,6 +273,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
+        verdictsToClaim: () => verdictCache.toClaim(),
         engineSharesDataDisk: clamdInDataDir(config),
         fetch: outbound.fetch,
         legacy: {

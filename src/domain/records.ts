@@ -74,6 +74,25 @@ export interface StoredFile {
 
 export type JobKind = 'upload' | 'fetch';
 
+/** An earlier result's complete verdict, under its verdict cache key (VerdictCache). */
+export interface EarlierVerdict {
+  key: string;
+  /** The result whose scan gave the verdict. */
+  fileId: string;
+  receivedAt: string;
+  contentType: string;
+  findings: string[];
+}
+
+/**
+ * The earlier verdicts of a claimed job's content, found with its claim: `complete` when they are
+ * all there are within the cache's time (a claim brings a bounded number).
+ */
+export interface ClaimedVerdicts {
+  verdicts: EarlierVerdict[];
+  complete: boolean;
+}
+
 /** Work accepted with a 202 and not finished: its result does not exist yet. */
 export interface Job {
   id: string;
@@ -106,6 +125,8 @@ export interface Job {
   creditHeld?: boolean;
   /** Set by the store: a fetch is downloaded first (its own slots), then scanned like an upload. */
   stage?: JobStage;
+  /** Set by a claim that looked them up (a small upload's, on PostgreSQL); absent: not looked up. */
+  earlierVerdicts?: ClaimedVerdicts;
 }
 
 /** `download`: a fetch whose content is not in the spool yet; `scan`: spooled content. */

@@ -1,4 +1,5 @@
 import type { Job, JobStage } from '../domain/records.js';
+import type { VerdictsToClaim } from '../store/claimed-verdicts.js';
 import type { RunningJobs } from '../store/job-claims.js';
 import type { Store } from '../store/store.js';
 
@@ -26,6 +27,8 @@ export class FairClaims {
     private readonly store: Store,
     private readonly limits: Record<JobStage, StageLimits>,
     private readonly leaseMs: number,
+    /** Scans are claimed with their content's earlier verdicts (VerdictCache.toClaim). */
+    private readonly verdictsToClaim: () => VerdictsToClaim | null = () => null,
   ) {}
 
   /** Accounts found at their cap in each stage's last round: their new jobs wait for a slot. */
@@ -67,6 +70,7 @@ export class FairClaims {
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + this.leaseMs).toISOString();
     const { perAccount } = this.limits[stage];
+    const verdicts = stage === 'scan' ? this.verdictsToClaim() : null;
     const held = await this.heldByAccount(store, stage, now);
     const capped = this.capped[stage];
     capped.clear();
@@ -95,9 +99,17 @@ export class FairClaims {
       const room = Math.min(free, perAccount - count);
       let claimed: Job[] = [];
       if (room > 0 && alone) {
-        claimed = await store.jobs.claimDue(stage, next.accountId, now, leaseUntil, room, running);
+        claimed = await store.jobs.claimDue(
+          stage,
+          next.accountId,
+          now,
+          leaseUntil,
+          room,
+          running,
+          verdicts,
+        );
       } else if (room > 0 && !running.has(next.id)) {
-        const job = await store.jobs.claim(next.id, now, leaseUntil, stage);
+        const job = await store.jobs.claim(next.id, now, leaseUntil, stage, verdicts);
         if (job !== null) claimed = [job];
       }
       if (claimed.length === 0) {

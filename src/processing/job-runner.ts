@@ -100,7 +100,7 @@ export class JobRunner implements JobQueue {
       download: new DownloadJob(store, spool, options),
       scan: new ScanJob(processor, spool, options),
     };
-    this.claims = new FairClaims(store, options.stages, options.leaseMs);
+    this.claims = new FairClaims(store, options.stages, options.leaseMs, options.verdictsToClaim);
     this.shortcuts = new ClaimShortcuts(
       options.stages.scan,
       options.leaseMs,
@@ -360,6 +360,7 @@ export class JobRunner implements JobQueue {
             accountId: job.accountId,
             running: this.active,
             leaseMs: this.options.leaseMs,
+            verdicts: this.options.verdictsToClaim?.() ?? null,
             taken: (claimed) => {
               next = claimed;
             },

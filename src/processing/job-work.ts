@@ -2,6 +2,7 @@ import { CREDENTIAL_CACHE_MS } from '../accounts/account-service.js';
 import { CredentialCache } from '../accounts/credential-cache.js';
 import type { ApiKey, Job, JobStage } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
+import type { VerdictsToClaim } from '../store/claimed-verdicts.js';
 import type { Store } from '../store/store.js';
 import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
@@ -103,4 +104,9 @@ export interface JobRunnerOptions extends JobScanOptions {
    * while that disk has no room for the content is a full disk to wait out, not the item's fault.
    */
   engineSharesDataDisk?: boolean;
+  /**
+   * What a claim of scans looks up with its jobs (VerdictCache.toClaim): their content's earlier
+   * verdicts, in the claim's statement; absent or null, none.
+   */
+  verdictsToClaim?: () => VerdictsToClaim | null;
 }

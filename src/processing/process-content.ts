@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../accounts/account-service.js';
 import { newId } from '../accounts/credentials.js';
 import type {
+  ClaimedVerdicts,
   DetectionCategory,
   Job,
   LegacyJobOptions,
@@ -100,6 +101,8 @@ export class ContentProcessor {
       signal?: AbortSignal;
       /** The item's account: an earlier verdict for the same content may answer (VerdictCache). */
       accountId?: string;
+      /** Its content's earlier verdicts, found with its job's claim. */
+      earlierVerdicts?: ClaimedVerdicts;
     },
   ): Promise<ScannedContent> {
     const receivedAt = options.receivedAt ?? new Date().toISOString();
@@ -109,6 +112,7 @@ export class ContentProcessor {
       categories: options.categories,
       signal: options.signal,
       accountId: options.accountId,
+      earlierVerdicts: options.earlierVerdicts,
     });
     return { verdict, receivedAt, scannedAt: new Date().toISOString() };
   }

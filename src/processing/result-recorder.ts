@@ -7,6 +7,7 @@ import type {
   TraceEvent,
 } from '../domain/records.js';
 import { redactUrl } from '../outbound/target.js';
+import type { VerdictsToClaim } from '../store/claimed-verdicts.js';
 import type { RunningJobs } from '../store/job-claims.js';
 import type { ClaimWithResults, ResultRows } from '../store/results.js';
 import { StatementGroups } from '../store/statement-groups.js';
@@ -53,6 +54,8 @@ export interface SlotHandOff {
   /** Jobs running in the process: never claimed again. */
   running: RunningJobs;
   leaseMs: number;
+  /** The claimed jobs' earlier verdicts come with them (VerdictsToClaim); null: not looked up. */
+  verdicts?: VerdictsToClaim | null;
   taken: (job: Job | null) => void;
 }
 
@@ -172,6 +175,7 @@ function claimFor(handOffs: readonly SlotHandOff[]): ClaimWithResults | undefine
     now: new Date(now).toISOString(),
     leaseUntil: new Date(now + first.leaseMs).toISOString(),
     skip: [...first.running.keys()],
+    verdicts: first.verdicts,
   };
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DetectionCategory } from '../domain/records.js';
+import type { ClaimedVerdicts, DetectionCategory } from '../domain/records.js';
 import {
   type ClamdClient,
   ClamdUnavailableError,
@@ -56,6 +56,8 @@ export interface ScanOptions {
    * VerdictCache). Without one the content is always scanned (the engine probe).
    */
   accountId?: string;
+  /** The content's earlier verdicts, found with its job's claim: the store is not asked again. */
+  earlierVerdicts?: ClaimedVerdicts | undefined;
 }
 
 /** An engine examining one item longer than this has failed (its own caps are usually lower). */
@@ -198,7 +200,10 @@ export class ContentScanner {
         reuse === null
           ? null
           : await reuse.cache.keyOf(reuse.accountId, options.categories, contentSha256);
-      const earlier = reuse === null || cacheKey === null ? null : await reuse.cache.find(cacheKey);
+      const earlier =
+        reuse === null || cacheKey === null
+          ? null
+          : await reuse.cache.find(cacheKey, options.earlierVerdicts);
       if (reuse !== null) this.events.verdictLookedUp(earlier !== null);
       if (earlier !== null) {
         // Not scanned: clamd's stream is dropped before its end, so clamd discards it unscanned.

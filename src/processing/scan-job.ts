@@ -41,6 +41,7 @@ export class ScanJob implements JobWork {
         receivedAt: job.creationDate,
         maxBytes: legacy?.maxPostBytes,
         accountId: job.accountId,
+        earlierVerdicts: job.earlierVerdicts,
       });
     }
     if (spoolKey === null) throw new Error(`job ${job.id} has no spool file`);

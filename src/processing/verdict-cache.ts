@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { DetectionCategory } from '../domain/records.js';
+import type { ClaimedVerdicts, DetectionCategory } from '../domain/records.js';
+import type { VerdictsToClaim } from '../store/claimed-verdicts.js';
 import type { ReusableVerdict } from '../store/files.js';
 import { StatementGroups } from '../store/statement-groups.js';
 import type { Store } from '../store/store.js';
@@ -109,17 +110,36 @@ export class VerdictCache {
     const versions = await this.versions.current();
     if (versions === null) return null;
     const scope = this.options.mode === 'shared' ? '*' : accountId;
-    return createHash('sha256')
-      .update(
-        ['verdict/1', scope, [...new Set(categories)].sort().join(','), versions, sha256].join(
-          '\0',
-        ),
-      )
+    // The content's hash first: a claim finds its jobs' verdicts by that prefix (VerdictsToClaim).
+    const rest = createHash('sha256')
+      .update(['verdict/2', scope, [...new Set(categories)].sort().join(','), versions].join('\0'))
       .digest('hex');
+    return `${sha256}${rest}`;
   }
 
-  /** The earlier verdict under `key` within the TTL, or null (a store that fails is a miss). */
-  async find(key: string): Promise<ReusableVerdict | null> {
+  /**
+   * What a claim of small uploads looks up with its jobs (their content's earlier verdicts, in the
+   * claim's own statement on PostgreSQL: a round trip saved per group of items); null when off.
+   */
+  toClaim(): VerdictsToClaim | null {
+    if (!this.enabled) return null;
+    return { since: new Date(Date.now() - this.options.ttlMs).toISOString() };
+  }
+
+  /**
+   * The earlier verdict under `key` within the TTL, or null (a store that fails is a miss).
+   * `claimed`: the verdicts of the content found with its job's claim; when they are all there
+   * are, the store is not asked again.
+   */
+  async find(key: string, claimed?: ClaimedVerdicts): Promise<ReusableVerdict | null> {
+    if (claimed?.complete) {
+      let newest: ReusableVerdict | null = null;
+      for (const verdict of claimed.verdicts) {
+        if (verdict.key !== key) continue;
+        if (newest === null || verdict.receivedAt > newest.receivedAt) newest = verdict;
+      }
+      return newest;
+    }
     try {
       return await this.lookups.get(key);
     } catch (error) {

@@ -1,5 +1,11 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Job, JobStage } from '../domain/records.js';
+import {
+  type ClaimedVerdictsColumn,
+  claimedVerdictsColumn,
+  claimedVerdictsOf,
+  type VerdictsToClaim,
+} from './claimed-verdicts.js';
 import { type JobRow, toJob } from './job-rows.js';
 import {
   claimDueJobs,
@@ -19,6 +25,17 @@ const CLAIM_LOCK_SPACE = 0x41737379; // "Assy"
 
 const NONE_RUNNING: RunningJobs = new Map<string, unknown>();
 
+/** A job's row as a claim on PostgreSQL returns it. */
+export type ClaimedRow = JobRow & { previous_error: string | null } & ClaimedVerdictsColumn;
+
+/** A claimed row as the job it is: the error its last attempt left, the verdicts found with it. */
+export function claimedJob({ previous_error: lastError, verdicts, ...row }: ClaimedRow): Job {
+  const job = toJob({ ...row, last_error: lastError });
+  const earlierVerdicts = claimedVerdictsOf(verdicts);
+  if (earlierVerdicts !== undefined) job.earlierVerdicts = earlierVerdicts;
+  return job;
+}
+
 /**
  * Claims of jobs: each a lease (`run_after`, the lease's end, with `state` processing) and an
  * attempt counted, taken only if the job may still be claimed when the statement runs, so that of
@@ -33,9 +50,15 @@ export class JobClaims {
    * attempt count including this one and `lastError` of the previous attempt; the stored error is
    * cleared, so an attempt that never records an outcome (the process died) leaves none.
    */
-  async claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
+  async claim(
+    id: string,
+    now: string,
+    leaseUntil: string,
+    stage?: JobStage,
+    verdicts?: VerdictsToClaim | null,
+  ): Promise<Job | null> {
     if (stage !== undefined && this.db.getExecutor().adapter instanceof PostgresAdapter) {
-      return (await this.claimMany([id], now, leaseUntil, stage)).get(id) ?? null;
+      return (await this.claimMany([id], now, leaseUntil, stage, verdicts)).get(id) ?? null;
     }
     const { rows } = await jobById.execute(this.db, id);
     const row = rows[0];
@@ -70,9 +93,10 @@ export class JobClaims {
     leaseUntil: string,
     limit: number,
     running: RunningJobs = NONE_RUNNING,
+    verdicts?: VerdictsToClaim | null,
   ): Promise<Job[]> {
     if (this.db.getExecutor().adapter instanceof PostgresAdapter) {
-      return this.claimDueOnPostgres(stage, accountId, now, leaseUntil, limit, running);
+      return this.claimDueOnPostgres(stage, accountId, now, leaseUntil, limit, running, verdicts);
     }
     // Jobs running here may be among the oldest due (their lease ended): read past them.
     const { rows } = await dueOfAccount.execute(
@@ -112,7 +136,8 @@ export class JobClaims {
    * claimDue's one statement on PostgreSQL: a round trip each for the candidates, the update and
    * each job's content was most of a claim's cost. The update checks again that each row may be
    * claimed: a row another worker claimed meanwhile (a hand-off, which takes no claim lock) is
-   * checked on the version that worker committed, and left out.
+   * checked on the version that worker committed, and left out. `verdicts`: each small upload's
+   * earlier verdicts come with it (claimedVerdictsColumn).
    */
   private async claimDueOnPostgres(
     stage: JobStage,
@@ -121,23 +146,23 @@ export class JobClaims {
     leaseUntil: string,
     limit: number,
     running: RunningJobs,
+    verdicts: VerdictsToClaim | null | undefined,
   ): Promise<Job[]> {
-    const { rows } = await sql<JobRow & { previous_error: string | null }>`${prepared}
+    const { rows } = await sql<ClaimedRow>`${prepared}
       WITH due AS (
         SELECT id, last_error FROM jobs
         WHERE stage = ${stage} AND account_id = ${accountId} AND run_after <= ${now}
           AND NOT (id = ANY(${[...running.keys()]}::text[]))
-        ORDER BY run_after LIMIT ${limit}
+        ORDER BY stage, account_id, run_after LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
       FROM due LEFT JOIN job_contents ON job_contents.job_id = due.id
       WHERE jobs.id = due.id AND jobs.run_after <= ${now}
-      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error`.execute(this.db);
-    return rows.map(({ previous_error: lastError, ...row }) =>
-      toJob({ ...row, last_error: lastError }),
-    );
+      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error,
+        ${claimedVerdictsColumn(verdicts)}`.execute(this.db);
+    return rows.map(claimedJob);
   }
 
   /**
@@ -154,6 +179,7 @@ export class JobClaims {
     now: string,
     leaseUntil: string,
     stage: JobStage,
+    verdicts?: VerdictsToClaim | null,
   ): Promise<Map<string, Job>> {
     const claimed = new Map<string, Job>();
     if (!(this.db.getExecutor().adapter instanceof PostgresAdapter)) {
@@ -163,19 +189,16 @@ export class JobClaims {
       }
       return claimed;
     }
-    const { rows } = await sql<JobRow & { previous_error: string | null }>`${prepared}
+    const { rows } = await sql<ClaimedRow>`${prepared}
       WITH previous AS (SELECT id, last_error FROM jobs WHERE id = ANY(${[...ids]}::text[]))
       UPDATE jobs SET state = 'processing', attempts = jobs.attempts + 1,
         run_after = ${leaseUntil}, last_error = NULL
       FROM previous LEFT JOIN job_contents ON job_contents.job_id = previous.id
       WHERE jobs.id = ANY(${[...ids]}::text[]) AND jobs.id = previous.id
         AND jobs.run_after <= ${now} AND jobs.stage = ${stage}
-      RETURNING jobs.*, job_contents.content, previous.last_error AS previous_error`.execute(
-      this.db,
-    );
-    for (const { previous_error: lastError, ...row } of rows) {
-      claimed.set(row.id, toJob({ ...row, last_error: lastError }));
-    }
+      RETURNING jobs.*, job_contents.content, previous.last_error AS previous_error,
+        ${claimedVerdictsColumn(verdicts)}`.execute(this.db);
+    for (const row of rows) claimed.set(row.id, claimedJob(row));
     return claimed;
   }
 

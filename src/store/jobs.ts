@@ -1,6 +1,7 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Job, JobStage } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
+import type { VerdictsToClaim } from './claimed-verdicts.js';
 import { type Acceptance, acceptGroup, stageOf } from './job-acceptance.js';
 import { JobClaims, type RunningJobs } from './job-claims.js';
 import { toJob } from './job-rows.js';
@@ -289,8 +290,14 @@ export class JobRepository {
   }
 
   /** See JobClaims.claim. */
-  claim(id: string, now: string, leaseUntil: string, stage?: JobStage): Promise<Job | null> {
-    return this.claims.claim(id, now, leaseUntil, stage);
+  claim(
+    id: string,
+    now: string,
+    leaseUntil: string,
+    stage?: JobStage,
+    verdicts?: VerdictsToClaim | null,
+  ): Promise<Job | null> {
+    return this.claims.claim(id, now, leaseUntil, stage, verdicts);
   }
 
   /** See JobClaims.lockClaims. */
@@ -306,8 +313,9 @@ export class JobRepository {
     leaseUntil: string,
     limit: number,
     running?: RunningJobs,
+    verdicts?: VerdictsToClaim | null,
   ): Promise<Job[]> {
-    return this.claims.claimDue(stage, accountId, now, leaseUntil, limit, running);
+    return this.claims.claimDue(stage, accountId, now, leaseUntil, limit, running, verdicts);
   }
 
   /** See JobClaims.renewLeases. */

@@ -1,8 +1,10 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Job, JobStage, StoredFile, TraceEvent } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
+import type { VerdictsToClaim } from './claimed-verdicts.js';
+import { claimedVerdictsColumn } from './claimed-verdicts.js';
 import { FileRepository } from './files.js';
-import { type JobRow, toJob } from './job-rows.js';
+import { type ClaimedRow, claimedJob } from './job-claims.js';
 import { JobRepository } from './jobs.js';
 import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
@@ -32,6 +34,8 @@ export interface ClaimWithResults {
   now: string;
   leaseUntil: string;
   skip: readonly string[];
+  /** Each small upload's earlier verdicts come with it (claimedVerdictsColumn). */
+  verdicts?: VerdictsToClaim | null;
 }
 
 /**
@@ -40,14 +44,18 @@ export interface ClaimWithResults {
  * items given as JSON, each item written only if its job was still there. Each statement is a
  * round trip, and waking the database costs the service more CPU than the statement costs the
  * database on a small machine: two statements and a transaction's two per item were most of what a
- * worker spent on the store (issue 28).
+ * worker spent on the store (issue 28). The jobs are named by an array too: through the JSON
+ * alone, PostgreSQL's generic plan scanned every job (its estimate of a JSON's rows is 100).
  */
-function finishedItems(items: string, events: string, claim?: ClaimWithResults) {
+function finishedItems(
+  items: string,
+  jobIds: readonly string[],
+  events: string,
+  claim?: ClaimWithResults,
+) {
   return sql<{
     n: number | null;
-    job:
-      | (Omit<JobRow, 'content'> & { content: string | null; previous_error: string | null })
-      | null;
+    job: (Omit<ClaimedRow, 'content'> & { content: string | null }) | null;
   }>`${prepared}
     WITH input AS (
       SELECT * FROM json_to_recordset(${items}::json) AS r(
@@ -56,8 +64,7 @@ function finishedItems(items: string, events: string, claim?: ClaimWithResults) 
         callback text, error text, creation_date text, verdict_key text, credits bigint)
     ),
     finished AS (
-      DELETE FROM jobs WHERE id IN (SELECT job_id FROM input WHERE job_id IS NOT NULL)
-      RETURNING id
+      DELETE FROM jobs WHERE id = ANY(${jobIds}::text[]) RETURNING id
     ),
     kept AS (
       SELECT * FROM input WHERE job_id IS NULL OR job_id IN (SELECT id FROM finished)
@@ -81,18 +88,18 @@ function finishedItems(items: string, events: string, claim?: ClaimWithResults) 
       FROM (SELECT account_id, sum(credits) AS credits FROM kept GROUP BY account_id) charge
       WHERE accounts.id = charge.account_id AND charge.credits <> 0
     )
-    ${claim === undefined ? sql`SELECT n, NULL::jsonb AS job FROM kept` : claimWith(claim)}`;
+    ${claim === undefined ? sql`SELECT n, NULL::jsonb AS job FROM kept` : claimWith(claim, jobIds)}`;
 }
 
 /** finishedItems' claim (ClaimWithResults): the jobs it claims come back as JSON, beside `kept`. */
-function claimWith(claim: ClaimWithResults) {
+function claimWith(claim: ClaimWithResults, finishing: readonly string[]) {
   return sql`,
     due AS (
       SELECT id, last_error FROM jobs
       WHERE stage = ${claim.stage} AND account_id = ${claim.accountId}
         AND run_after <= ${claim.now} AND NOT (id = ANY(${[...claim.skip]}::text[]))
-        AND id NOT IN (SELECT job_id FROM input WHERE job_id IS NOT NULL)
-      ORDER BY run_after LIMIT ${claim.limit}
+        AND NOT (id = ANY(${finishing}::text[]))
+      ORDER BY stage, account_id, run_after LIMIT ${claim.limit}
       FOR UPDATE SKIP LOCKED
     ),
     claimed AS (
@@ -100,7 +107,8 @@ function claimWith(claim: ClaimWithResults) {
         run_after = ${claim.leaseUntil}, last_error = NULL
       FROM due LEFT JOIN job_contents ON job_contents.job_id = due.id
       WHERE jobs.id = due.id AND jobs.run_after <= ${claim.now}
-      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error
+      RETURNING jobs.*, job_contents.content, due.last_error AS previous_error,
+        ${claimedVerdictsColumn(claim.verdicts)}
     )
     SELECT n, NULL::jsonb AS job FROM kept
     UNION ALL SELECT NULL, to_jsonb(claimed) FROM claimed`;
@@ -198,8 +206,10 @@ export class ResultRepository {
     const events = items.flatMap(({ events }, n) =>
       events.map((event, ord) => ({ n, ord, timestamp: event.timestamp, message: event.message })),
     );
+    const jobIds = items.flatMap(({ jobId }) => (jobId === undefined ? [] : [jobId]));
     const { rows: out } = await finishedItems(
       JSON.stringify(rows),
+      jobIds,
       JSON.stringify(events),
       claim,
     ).execute(this.db);
@@ -207,10 +217,14 @@ export class ResultRepository {
     const claimed: Job[] = [];
     for (const { job } of out) {
       if (job === null) continue;
-      const { previous_error: lastError, content, ...row } = job;
       // bytea in JSON is its hex form, `\x…`.
-      const bytes = content === null ? null : Buffer.from(content.slice(2), 'hex');
-      claimed.push(toJob({ ...row, content: bytes, last_error: lastError }));
+      const { content } = job;
+      claimed.push(
+        claimedJob({
+          ...job,
+          content: content === null ? null : Buffer.from(content.slice(2), 'hex'),
+        }),
+      );
     }
     return { written: items.map((_, n) => written.has(n)), claimed };
   }

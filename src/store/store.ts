@@ -29,6 +29,7 @@ import * as consolePages from './migrations/0018-console-pages.js';
 import * as jobContent from './migrations/0019-job-content.js';
 import * as callbackLanes from './migrations/0020-callback-lanes.js';
 import * as jobContents from './migrations/0021-job-contents.js';
+import * as verdictKeyContent from './migrations/0022-verdict-key-content.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -61,6 +62,7 @@ const migrations: Record<string, Migration> = {
   '0019-job-content': jobContent,
   '0020-callback-lanes': callbackLanes,
   '0021-job-contents': jobContents,
+  '0022-verdict-key-content': verdictKeyContent,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
