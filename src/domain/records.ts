@@ -74,14 +74,18 @@ export interface StoredFile {
 
 export type JobKind = 'upload' | 'fetch';
 
-/** An earlier result's complete verdict, under its verdict cache key (VerdictCache). */
-export interface EarlierVerdict {
-  key: string;
+/** What a later item takes from an earlier result with the same verdict key (VerdictCache). */
+export interface ReusableVerdict {
   /** The result whose scan gave the verdict. */
   fileId: string;
   receivedAt: string;
   contentType: string;
   findings: string[];
+}
+
+/** An earlier result's complete verdict, under its verdict cache key. */
+export interface EarlierVerdict extends ReusableVerdict {
+  key: string;
 }
 
 /**

@@ -57,7 +57,7 @@ export interface ScanOptions {
    */
   accountId?: string;
   /** The content's earlier verdicts, found with its job's claim: the store is not asked again. */
-  earlierVerdicts?: ClaimedVerdicts | undefined;
+  earlierVerdicts?: ClaimedVerdicts;
 }
 
 /** An engine examining one item longer than this has failed (its own caps are usually lower). */

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ClaimedVerdicts, DetectionCategory } from '../domain/records.js';
+import type { ClaimedVerdicts, DetectionCategory, ReusableVerdict } from '../domain/records.js';
 import type { VerdictsToClaim } from '../store/claimed-verdicts.js';
-import type { ReusableVerdict } from '../store/files.js';
 import { StatementGroups } from '../store/statement-groups.js';
 import type { Store } from '../store/store.js';
 

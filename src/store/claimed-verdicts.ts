@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { ClaimedVerdicts, EarlierVerdict } from '../domain/records.js';
+import { reusable, type VerdictRow } from './files.js';
 
 /**
  * What a claim looks up with its jobs: complete verdicts received `since` or later. Whose they are
@@ -17,13 +18,7 @@ export interface VerdictsToClaim {
 export const CLAIMED_VERDICTS_MAX = 8;
 
 /** A claimed verdict as the statement gives it (JSON). */
-interface ClaimedVerdictRow {
-  key: string;
-  id: string;
-  content_type: string | null;
-  findings: string | null;
-  creation_date: string;
-}
+type ClaimedVerdictRow = VerdictRow & { key: string };
 
 /**
  * The `verdicts` column of a claim on PostgreSQL, beside `jobs.*` and `job_contents.content`: for
@@ -54,14 +49,8 @@ export function claimedVerdictsOf(
   if (rows == null) return undefined;
   const verdicts: EarlierVerdict[] = [];
   for (const row of rows.slice(0, CLAIMED_VERDICTS_MAX)) {
-    if (row.findings === null || row.content_type === null) continue;
-    verdicts.push({
-      key: row.key,
-      fileId: row.id,
-      receivedAt: row.creation_date,
-      contentType: row.content_type,
-      findings: JSON.parse(row.findings) as string[],
-    });
+    const verdict = reusable(row);
+    if (verdict !== null) verdicts.push({ key: row.key, ...verdict });
   }
   return { verdicts, complete: rows.length <= CLAIMED_VERDICTS_MAX };
 }

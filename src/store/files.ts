@@ -1,6 +1,6 @@
 import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { ResultError } from '../domain/operations.js';
-import type { StoredFile } from '../domain/records.js';
+import type { ReusableVerdict, StoredFile } from '../domain/records.js';
 import { prepared } from './prepared.js';
 import { QueryTemplate } from './query-template.js';
 import type { Database, FilesTable } from './schema.js';
@@ -20,15 +20,6 @@ function toStoredFile(row: Selectable<FilesTable>): StoredFile {
     error: row.error,
     creationDate: row.creation_date,
   };
-}
-
-/** What a later item takes from an earlier result with the same verdict key. */
-export interface ReusableVerdict {
-  /** The result whose scan gave the verdict. */
-  fileId: string;
-  receivedAt: string;
-  contentType: string;
-  findings: string[];
 }
 
 /** A file's row as a statement's arguments, in the order `fileRowValues` reads them. */
@@ -127,12 +118,14 @@ function likeLiteral(text: string): string {
   return text.replace(/[!%_]/g, (char) => `!${char}`);
 }
 
-type VerdictRow = Pick<
+/** The columns of a result a verdict is read from. */
+export type VerdictRow = Pick<
   Selectable<FilesTable>,
   'id' | 'content_type' | 'findings' | 'creation_date'
 >;
 
-function reusable(row: VerdictRow | undefined): ReusableVerdict | null {
+/** A result's verdict, if it has a complete one. */
+export function reusable(row: VerdictRow | undefined): ReusableVerdict | null {
   if (row === undefined || row.findings === null || row.content_type === null) return null;
   return {
     fileId: row.id,

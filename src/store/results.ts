@@ -1,8 +1,7 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Job, JobStage, StoredFile, TraceEvent } from '../domain/records.js';
 import { AccountRepository } from './accounts.js';
-import type { VerdictsToClaim } from './claimed-verdicts.js';
-import { claimedVerdictsColumn } from './claimed-verdicts.js';
+import { claimedVerdictsColumn, type VerdictsToClaim } from './claimed-verdicts.js';
 import { FileRepository } from './files.js';
 import { type ClaimedRow, claimedJob } from './job-claims.js';
 import { JobRepository } from './jobs.js';
