@@ -394,6 +394,8 @@ describe('nsfw-language detection: innocent text and disguised obscenities', () 
       'c****o ', // many wildcards
       'x', // one long token
       'Ni9G479tmegk eVBeg+rMAST0/NIg ', // data chunks
+      'caccaaa ', // hexadecimal letters only: each looks at its neighbours
+      'caccaaa 6de6877 ', // ...beside hashes
     ];
     const timeOf = (text: string) => {
       let best = Number.POSITIVE_INFINITY;

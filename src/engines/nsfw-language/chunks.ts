@@ -173,6 +173,11 @@ function hexShape(text: string, start: number, end: number): number {
   return letters ? (digits ? HEX_LETTERS_AND_DIGITS : HEX_LETTERS) : NOT_HEX;
 }
 
+/** Whether the chunk at start..end is `length` long and hexadecimal with digits (a hash). */
+function isHashOfLength(text: string, start: number, end: number, length: number): boolean {
+  return end - start === length && hexShape(text, start, end) === HEX_LETTERS_AND_DIGITS;
+}
+
 function chunkEndFrom(text: string, index: number): number {
   let end = index;
   while (end < text.length && kindOf(text.charCodeAt(end)) !== SPACE) end++;
@@ -196,21 +201,20 @@ export function forEachToken(
   text: string,
   visit: (start: number, end: number, data: boolean) => void,
 ): void {
-  let previousShape = NOT_HEX;
-  let previousLength = 0;
+  // The chunk before (empty before the first).
+  let previousStart = 0;
+  let previousEnd = 0;
   let index = nextChunkStart(text, 0);
   while (index < text.length) {
     const chunkEnd = chunkEndFrom(text, index);
-    const shape = hexShape(text, index, chunkEnd);
     let data = isData(text, index, chunkEnd);
-    if (!data && shape === HEX_LETTERS) {
+    if (!data && hexShape(text, index, chunkEnd) === HEX_LETTERS) {
+      // Each neighbour is read once more at most: linear.
       const length = chunkEnd - index;
       const next = nextChunkStart(text, chunkEnd);
-      // The next chunk is read once more here, once at most: linear.
       data =
-        (previousShape === HEX_LETTERS_AND_DIGITS && previousLength === length) ||
-        (chunkEndFrom(text, next) - next === length &&
-          hexShape(text, next, next + length) === HEX_LETTERS_AND_DIGITS);
+        isHashOfLength(text, previousStart, previousEnd, length) ||
+        isHashOfLength(text, next, chunkEndFrom(text, next), length);
     }
     for (let start = index; start < chunkEnd; ) {
       if (kindOf(text.charCodeAt(start)) !== TOKEN) {
@@ -222,8 +226,8 @@ export function forEachToken(
       visit(start, end, data);
       start = end;
     }
-    previousShape = shape;
-    previousLength = chunkEnd - index;
+    previousStart = index;
+    previousEnd = chunkEnd;
     index = nextChunkStart(text, chunkEnd);
   }
 }
