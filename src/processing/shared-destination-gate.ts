@@ -55,8 +55,8 @@ export class SharedDestinationGate implements DestinationGate {
       ) {
         return { kind: 'busy' };
       }
-      await store.callbackLanes.admit(id, lane, now + this.leaseMs);
-      return { kind: 'go' };
+      const admitted = await store.callbackLanes.admit(id, lane, now, now + this.leaseMs);
+      return admitted ? { kind: 'go' } : { kind: 'busy' };
     });
   }
 

@@ -69,18 +69,34 @@ export class CallbackLaneRepository {
     return { account: Number(row?.account ?? 0), lane: Number(row?.lane ?? 0) };
   }
 
-  /** Counts a delivery as in flight in its lane until `leaseUntil` (ms) or its release. */
-  async admit(deliveryId: string, lane: LaneRef, leaseUntil: number): Promise<void> {
+  /**
+   * Counts a delivery as in flight in its lane until `leaseUntil` (ms) or its release; false,
+   * counting nothing, while it is still in flight under an earlier admission (another process
+   * found it due too). Admitted twice, the loser's release would free the winner's place.
+   */
+  async admit(
+    deliveryId: string,
+    lane: LaneRef,
+    now: number,
+    leaseUntil: number,
+  ): Promise<boolean> {
     const values = {
       account_id: lane.accountId,
       destination: lane.destination,
       lease_until: leaseUntil,
     };
-    await this.db
+    const row = await this.db
       .insertInto('callback_admissions')
       .values({ delivery_id: deliveryId, ...values })
-      .onConflict((conflict) => conflict.column('delivery_id').doUpdateSet(values))
-      .execute();
+      .onConflict((conflict) =>
+        conflict
+          .column('delivery_id')
+          .doUpdateSet(values)
+          .where('callback_admissions.lease_until', '<=', now),
+      )
+      .returning('delivery_id')
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   async release(deliveryId: string): Promise<void> {

@@ -93,3 +93,28 @@ test('the shared callback gate: a lane that keeps failing opens its circuit for 
     .execute();
   assert.deepEqual(rows, []);
 });
+
+test('the shared callback gate: one delivery is admitted once at a time, so a process that lost its claim cannot free another’s place', async (t) => {
+  const store = await freshStore(t);
+  const [one, two] = [0, 1].map(() => new SharedDestinationGate(store, LIMITS, LEASE_MS));
+  assert.ok(one !== undefined && two !== undefined);
+  const now = Date.now();
+  // Two processes found the same due delivery: the first is admitted, the second is not.
+  assert.equal((await one.admit(lane('a', 'http://x:80'), 'd1', now)).kind, 'go');
+  assert.equal((await two.admit(lane('a', 'http://x:80'), 'd1', now)).kind, 'busy');
+  // The first attempt still counts: the account takes 2 more (3 in all), not 3 more.
+  const more = [
+    await two.admit(lane('a', 'http://y:80'), 'd2', now),
+    await two.admit(lane('a', 'http://y:80'), 'd3', now),
+    await one.admit(lane('a', 'http://z:80'), 'd4', now),
+  ];
+  assert.deepEqual(
+    more.map((a) => a.kind),
+    ['go', 'go', 'busy'],
+  );
+  // Once its attempt ends (or its lease does), the delivery may be admitted again.
+  await one.finish(lane('a', 'http://x:80'), 'd1', 'failed', now);
+  assert.equal((await two.admit(lane('a', 'http://x:80'), 'd1', now)).kind, 'go');
+  const later = now + LEASE_MS + 1;
+  assert.equal((await one.admit(lane('a', 'http://x:80'), 'd1', later)).kind, 'go');
+});
