@@ -13,18 +13,35 @@ import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 const clamd = useSharedClamd();
 const HOLD_MS = 1_500;
 
-/** A receiver that answers each callback 200 after HOLD_MS, counting how many it holds at once. */
-async function slowReceiver() {
-  const open = new Set<ServerResponse>();
-  const counts = { open: 0, most: 0 };
+/** Requests held open at once: now, and the most seen. */
+interface Held {
+  open: Set<ServerResponse>;
+  most: number;
+}
+
+function held(): Held {
+  return { open: new Set(), most: 0 };
+}
+
+/**
+ * A receiver that answers each callback 200 after HOLD_MS, counting how many it holds at once,
+ * alone and in `account` (shared by the account's receivers). Counted by the responses it holds,
+ * not by arrival times: a timer may fire early by the event loop's lag, so arrival plus HOLD_MS
+ * is not when the sender was answered.
+ */
+async function slowReceiver(account: Held) {
+  const counts = held();
   const server: LocalServer = await startLocalServer(async (_request, response) => {
-    open.add(response);
-    counts.most = Math.max(counts.most, open.size);
+    for (const count of [counts, account]) {
+      count.open.add(response);
+      count.most = Math.max(count.most, count.open.size);
+    }
     await sleep(HOLD_MS);
-    open.delete(response);
+    counts.open.delete(response);
+    account.open.delete(response);
     response.end('ok');
   });
-  return { server, counts, open };
+  return { server, counts };
 }
 
 async function uploadWithCallback(url: string, auth: string, callback: string): Promise<string> {
@@ -54,7 +71,8 @@ test('two worker processes: one account never has more callbacks in flight than 
   };
   const api = await startServe(t, env, [], ['--role', 'api']);
   const workers = await startServe(t, env, [], ['--role', 'worker', '--processes', '2']);
-  const receivers = [await slowReceiver(), await slowReceiver()];
+  const account = held();
+  const receivers = [await slowReceiver(account), await slowReceiver(account)];
   const fast = await startLocalServer((_request, response) => response.end('ok'));
   t.after(() => Promise.all([...receivers.map((r) => r.server.close()), fast.close()]));
   const auth = basic('key', 'secret');
@@ -69,15 +87,15 @@ test('two worker processes: one account never has more callbacks in flight than 
   }
   const delivered = () => receivers.reduce((sum, r) => sum + r.server.requests.length, 0);
   // Meanwhile account B's callback is not held by A's cap.
-  const account = assayCli(dataDir, ['admin', 'account', 'create', '--name', 'B', '--json']);
-  assert.equal(account.status, 0, account.stderr);
+  const accountB = assayCli(dataDir, ['admin', 'account', 'create', '--name', 'B', '--json']);
+  assert.equal(accountB.status, 0, accountB.stderr);
   const b = JSON.parse(
     assayCli(dataDir, [
       'admin',
       'key',
       'create',
       '--account',
-      JSON.parse(account.stdout).id,
+      JSON.parse(accountB.stdout).id,
       '--json',
     ]).stdout,
   ) as { key: string; secret: string };
@@ -89,17 +107,12 @@ test('two worker processes: one account never has more callbacks in flight than 
   await waitUntil('all of A’s callbacks', () => delivered() >= ids.length, 60_000);
   await sleep(500);
   const most = receivers.map((r) => r.counts.most);
-  t.diagnostic(`A's callbacks at once per destination: ${most.join(', ')}`);
+  t.diagnostic(`A's callbacks at once: per destination ${most.join(', ')}; in all ${account.most}`);
   for (const count of most) assert.ok(count <= 2, `a destination held ${count} at once`);
   // The account's cap in all: both processes' deliveries counted together.
-  const events = receivers.flatMap((r) =>
-    r.server.requests.map((request) => ({ at: request.at, end: request.at + HOLD_MS })),
-  );
-  const overlapping = Math.max(
-    ...events.map((e) => events.filter((o) => o.at <= e.at && o.end > e.at).length),
-  );
-  assert.ok(overlapping <= 3, `the account had ${overlapping} callbacks in flight at once`);
-  assert.ok(Math.max(...most) === 2, 'the destinations’ cap was reached: the test tested it');
+  assert.ok(account.most <= 3, `the account had ${account.most} callbacks in flight at once`);
+  assert.equal(Math.max(...most), 2, 'the destinations’ cap was reached: the test tested it');
+  assert.equal(account.most, 3, 'the account’s cap was reached: the test tested it');
   // Each item's callback once: one delivery id per item, none twice.
   const deliveryIds = receivers.flatMap((r) =>
     r.server.requests.map((request) => String(request.headers['x-assay-delivery'])),
