@@ -98,15 +98,15 @@ export class JobClaims {
     if (this.db.getExecutor().adapter instanceof PostgresAdapter) {
       return this.claimDueOnPostgres(stage, accountId, now, leaseUntil, limit, running, verdicts);
     }
-    // Jobs running here may be among the oldest due (their lease ended): read past them.
-    const { rows } = await dueOfAccount.execute(
+    // Jobs running here may be among the oldest due (their lease ended): left out.
+    const { rows: due } = await dueOfAccount.execute(
       this.db,
       stage,
       accountId,
       now,
-      limit + running.size,
+      JSON.stringify([...running.keys()]),
+      limit,
     );
-    const due = rows.filter((row) => !running.has(row.id)).slice(0, limit);
     if (due.length === 0) return [];
     // One statement claims them all, each only if it may still be claimed now: in a claim round's
     // transaction on SQLite (write lock held) every row read is.

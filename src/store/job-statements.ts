@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { QueryTemplate } from './query-template.js';
 import type { Database } from './schema.js';
 
@@ -98,15 +98,21 @@ export const claimUnchanged = new QueryTemplate(
       .where('attempts', '=', was)
       .where('run_after', '=', runAfter),
 );
+/**
+ * SQLite: an account's oldest due jobs of a stage, but those named in `running` (a JSON array of
+ * ids: jobs running here whose lease ended). Left out by the statement, not after it: reading
+ * past them fetched a whole row for every job running here at each claim, 3.4 µs a row.
+ */
 export const dueOfAccount = new QueryTemplate(
-  4,
-  (db, stage: string, accountId: string, now: string, limit: number) =>
+  5,
+  (db, stage: string, accountId: string, now: string, running: string, limit: number) =>
     db
       .selectFrom('jobs')
       .selectAll()
       .where('stage', '=', stage)
       .where('account_id', '=', accountId)
       .where('run_after', '<=', now)
+      .where('id', 'not in', sql<string>`(select value from json_each(${running}))`)
       .orderBy('run_after')
       .limit(limit),
 );
