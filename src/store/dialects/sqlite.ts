@@ -12,7 +12,7 @@ import {
   SqliteDriver,
   type SqliteStatement,
 } from 'kysely';
-import { syncFileData } from '../disk-sync.js';
+import { FileDataSync } from '../disk-sync.js';
 import type { Database } from '../schema.js';
 import { Store } from '../store.js';
 import { BACKSTOP_CHECKPOINT_PAGES, SqliteCheckpoints } from './sqlite-checkpoints.js';
@@ -83,15 +83,18 @@ export async function openSqliteStore(
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
   database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-  const walPath = `${database.name}-wal`;
+  const walSync = new FileDataSync(`${database.name}-wal`);
   const checkpoints = new SqliteCheckpoints(database.name, onCheckpointError);
   const store = new Store(
     new Kysely<Database>({
       dialect: new AssaySqliteDialect({ database: withStatementCache(database) }),
     }),
-    () => syncFileData(walPath),
+    () => walSync.sync(),
     undefined,
-    () => checkpoints.stop(),
+    async () => {
+      await walSync.close();
+      await checkpoints.stop();
+    },
   );
   try {
     await store.migrate();
