@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -6,13 +5,35 @@ import { join } from 'node:path';
 export const LANGUAGES = ['en', 'de', 'es', 'fr', 'it'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
-/** crypto.randomBytes, drawn from a pool: a call per UUID or byte would be slow. */
-let pool = Buffer.alloc(0);
+/**
+ * The random data's seed: the same texts in every run, so a test over them passes or fails the
+ * same way each time (a false positive of the engine one text in a million must not fail one CI
+ * run in fifty). `ASSAY_TEST_CORPUS_SEED` draws other texts, to look for more.
+ */
+export const CORPUS_SEED = Number(process.env.ASSAY_TEST_CORPUS_SEED ?? 0x5eed);
+
+/** mulberry32: 32 random bits at a time from `seed`, the same for the same seed. */
+function seededWords(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let word = Math.imul(state ^ (state >>> 15), state | 1);
+    word ^= word + Math.imul(word ^ (word >>> 7), word | 61);
+    return (word ^ (word >>> 14)) >>> 0;
+  };
+}
+
+let nextWord = seededWords(CORPUS_SEED);
+
 function random(bytes: number): Buffer {
-  if (pool.length < bytes) pool = randomBytes(Math.max(bytes, 256 * 1024));
-  const taken = pool.subarray(0, bytes);
-  pool = pool.subarray(bytes);
-  return taken;
+  const buffer = Buffer.alloc(bytes);
+  for (let offset = 0; offset < bytes; offset += 4) {
+    const word = nextWord();
+    for (let byte = 0; byte < 4 && offset + byte < bytes; byte++) {
+      buffer[offset + byte] = (word >>> (8 * byte)) & 0xff;
+    }
+  }
+  return buffer;
 }
 
 function hex(bytes: number): string {
@@ -30,16 +51,20 @@ function lines(text: string, width: number): string {
   return text.match(new RegExp(`.{1,${width}}`, 'g'))?.join('\n') ?? '';
 }
 
-/** Adds `next()` until the text reaches `bytes`, joined by `separator`, then cuts it there. */
+/**
+ * Whole parts of `next()`, joined by `separator`, as many as fit in `bytes`. A part cut at the
+ * end would be no longer data but a few random letters, which can spell a word ("+FuK", the
+ * first 4 characters of a base64 part, is a disguised obscenity in any text).
+ */
 function fill(bytes: number, separator: string, next: () => string): string {
   const parts: string[] = [];
-  let length = 0;
-  while (length < bytes) {
+  let length = -separator.length;
+  for (;;) {
     const part = next();
+    length += separator.length + part.length;
+    if (length > bytes && parts.length > 0) return parts.join(separator);
     parts.push(part);
-    length += part.length + separator.length;
   }
-  return parts.join(separator).slice(0, bytes);
 }
 
 /**
@@ -78,8 +103,12 @@ const DATA_LAYOUTS: Array<(bytes: number) => string> = [
     ),
 ];
 
-/** `count` random texts of `bytes` characters each: hex, base64 and UUIDs in every layout. */
-export function randomDataTexts(count: number, bytes = 1024): string[] {
+/**
+ * `count` random texts of at most `bytes` characters each: hex, base64 and UUIDs in every layout;
+ * the same for the same seed.
+ */
+export function randomDataTexts(count: number, bytes = 1024, seed = CORPUS_SEED): string[] {
+  nextWord = seededWords(seed);
   return Array.from({ length: count }, (_, index) =>
     (DATA_LAYOUTS[index % DATA_LAYOUTS.length] as (bytes: number) => string)(bytes),
   );
