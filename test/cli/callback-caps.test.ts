@@ -25,9 +25,8 @@ function held(): Held {
 
 /**
  * A receiver that answers each callback 200 after HOLD_MS, counting how many it holds at once,
- * alone and in `account` (shared by the account's receivers). Counted by the responses it holds,
- * not by arrival times: a timer may fire early by the event loop's lag, so arrival plus HOLD_MS
- * is not when the sender was answered.
+ * alone and in `account` (shared by the account's receivers): the account's callbacks in flight
+ * are the responses its receivers hold, counted as they open and close.
  */
 async function slowReceiver(account: Held) {
   const counts = held();
