@@ -69,6 +69,8 @@ export interface ServiceTestHooks {
   clamdIdleTimeoutMs?: number;
   /** Answers outbound name lookups (fetches and callbacks) instead of DNS. */
   resolve?: OutboundOptions['resolve'];
+  /** The console's clock (sessions' sign-in, use and idle times), moved on by a test. */
+  consoleClock?: () => number;
 }
 
 /**
@@ -105,7 +107,7 @@ export async function startService(
   let clamd: ClamdClient | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
-  const consoleAccess = new ConsoleAccess(store, config.console);
+  const consoleAccess = new ConsoleAccess(store, config.console, testHooks.consoleClock);
   const tokenPurge = new ExpiredTokenPurge(
     store,
     logger.child({ component: 'tokens' }),

@@ -35,8 +35,11 @@ export interface ConsoleAccessOptions {
 // then one every so often (shared by every process through the store's token buckets).
 const ADDRESS_LIMIT = { rate: 1 / 6, burst: 10 };
 const USER_LIMIT = { rate: 1 / 60, burst: 5 };
-// A session's last use is written at most this often (a page view costs no write).
-const TOUCH_EVERY_MS = 60_000;
+// A session's last use is written at most this often (most page views cost no write), and at
+// most a quarter of the idle timeout after the last write: a session used more often than every
+// three quarters of the timeout never ends idle, however short the timeout.
+const MAX_TOUCH_EVERY_MS = 60_000;
+const TOUCH_FRACTION_OF_IDLE = 4;
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
 export function normalizeEmail(email: string): string {
@@ -52,11 +55,15 @@ function sha256(text: string): string {
  * secret), so any process or node can check one and signing out ends it everywhere.
  */
 export class ConsoleAccess {
+  private readonly touchEveryMs: number;
+
   constructor(
     private readonly store: Store,
     private readonly options: ConsoleAccessOptions,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.touchEveryMs = Math.min(MAX_TOUCH_EVERY_MS, options.idleMs / TOUCH_FRACTION_OF_IDLE);
+  }
 
   /**
    * Adds a user who can sign in (or gives an existing user of the account a password); a user
@@ -155,8 +162,12 @@ export class ConsoleAccess {
       await this.store.consoleSessions.delete(session.idHash);
       return null;
     }
-    if (!user.accountActive) return null;
-    if (now - session.lastSeenAt >= TOUCH_EVERY_MS) {
+    if (!user.accountActive) {
+      // Ended for good: enabling the account again does not revive it (the user signs in again).
+      await this.store.consoleSessions.delete(session.idHash);
+      return null;
+    }
+    if (now - session.lastSeenAt >= this.touchEveryMs) {
       await this.store.consoleSessions.touch(session.idHash, now);
     }
     return {

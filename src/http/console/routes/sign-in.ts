@@ -3,10 +3,14 @@ import { html } from '../html.js';
 import { notice, page } from '../layout.js';
 import { checkedForm, clearSessionCookie, sessionToken, setSessionCookie } from '../session.js';
 
-/** Where to go after signing in: a console path only (never another site). */
+/**
+ * Where to go after signing in: a console path only (never another site), of printable ASCII
+ * but the backslash (a Location header cannot carry other characters; a browser sends them
+ * percent-encoded).
+ */
 function nextPage(raw: string | null | undefined): string {
   return typeof raw === 'string' &&
-    /^\/console(?:[/?][^\s\\]*)?$/.test(raw) &&
+    /^\/console(?:[/?][\x21-\x5b\x5d-\x7e]*)?$/.test(raw) &&
     !raw.startsWith('//')
     ? raw
     : '/console';
