@@ -66,41 +66,70 @@ export class ConsoleAccess {
   }
 
   /**
-   * Adds a user who can sign in (or gives an existing user of the account a password); a user
-   * of another account with that e-mail address is refused.
+   * Adds a user to the account: with a password, one who can sign in (an existing user of the
+   * account without one is given it); without, one only listed in the account resource. A user
+   * the account has already (with a password, when one is given), or one who signs in to
+   * another account, is refused: nothing is changed.
    */
   async addUser(input: {
     accountId: string;
     email: string;
-    password: string;
+    password: string | null;
     operator: boolean;
-  }): Promise<ConsoleUser> {
+  }): Promise<{ user: ConsoleUser; outcome: 'added' | 'password given' }> {
     const email = normalizeEmail(input.email);
     if (!EMAIL.test(email)) throw new ConsoleUserError(`not an e-mail address: ${input.email}`);
-    const problem = passwordProblem(input.password);
+    if (input.password === null && input.operator) {
+      throw new ConsoleUserError('an operator needs a password');
+    }
+    const problem = input.password === null ? null : passwordProblem(input.password);
     if (problem !== null) throw new ConsoleUserError(problem);
     if ((await this.store.accounts.find(input.accountId)) === null) {
       throw new ConsoleUserError(`no account ${input.accountId}`);
     }
-    const existing = await this.store.users.findForSignIn(email);
-    if (existing !== null && existing.accountId !== input.accountId) {
+    const already = new ConsoleUserError(
+      `${email} is a user of ${input.accountId} already (a new password: reset-password; another role: remove the user, then add them)`,
+    );
+    const existing = await this.store.users.findInAccount(input.accountId, email);
+    if (existing !== null && (existing.signsIn || input.password === null)) throw already;
+    const user = { accountId: input.accountId, email, operator: input.operator };
+    const record = {
+      accountId: input.accountId,
+      email,
+      creationDate: new Date(this.clock()).toISOString(),
+      lastLoginDate: null,
+    };
+    if (input.password === null) {
+      await this.store.users.insert(record);
+      return { user, outcome: 'added' };
+    }
+    const signsInElsewhere = await this.store.users.findForSignIn(email);
+    if (signsInElsewhere !== null && signsInElsewhere.accountId !== input.accountId) {
       throw new ConsoleUserError(`${email} already signs in to another account`);
     }
     const passwordHash = await hashPassword(input.password);
-    await this.store.transaction(async (store) => {
-      await store.users.upsertWithPassword(
-        {
-          accountId: input.accountId,
-          email,
-          creationDate: new Date(this.clock()).toISOString(),
-          lastLoginDate: null,
-        },
-        passwordHash,
-        input.operator,
-      );
-      await store.consoleSessions.deleteForUser(email);
+    // Written only if the user has no password still (another command may have given one).
+    if (!(await this.store.users.addWithPassword(record, passwordHash, input.operator))) {
+      throw already;
+    }
+    return { user, outcome: existing === null ? 'added' : 'password given' };
+  }
+
+  /**
+   * Removes the account's user `email` (as given, or normalized) and ends their sessions; false
+   * when the account has no such user.
+   */
+  async removeUser(accountId: string, emailGiven: string): Promise<boolean> {
+    return this.store.transaction(async (store) => {
+      for (const email of new Set([emailGiven, normalizeEmail(emailGiven)])) {
+        const existing = await store.users.findInAccount(accountId, email);
+        if (existing === null) continue;
+        // Only a user with a password has sessions (the address may sign in to another account).
+        if (existing.signsIn) await store.consoleSessions.deleteForUser(email);
+        return store.users.delete(accountId, email);
+      }
+      return false;
     });
-    return { accountId: input.accountId, email, operator: input.operator };
   }
 
   /** Sets a new password and ends every session of the user; false when no such user. */

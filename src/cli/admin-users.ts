@@ -34,36 +34,35 @@ export function registerUserCommands(admin: Command): void {
     .action(async (options) => {
       const password = await readNewPassword(options.passwordStdin === true);
       await withStore(async (store) => {
-        if (password === null) {
-          if ((await store.accounts.find(options.account)) === null) {
-            throw new InvalidArgumentError(`no account ${options.account}`);
-          }
-          if (!/^[^\s@]+@[^\s@]+$/.test(options.email)) {
-            throw new InvalidArgumentError(`not an e-mail address: ${options.email}`);
-          }
-          if (options.operator === true) {
-            throw new InvalidArgumentError('an operator needs a password: give --password-stdin');
-          }
-          await store.users.insert({
-            accountId: options.account,
-            email: options.email,
-            creationDate: new Date().toISOString(),
-            lastLoginDate: null,
-          });
-          console.log(`${options.email} added to ${options.account} (no password: cannot sign in)`);
-          return;
-        }
         await asUsageError(async () => {
-          const added = await consoleAccess(store).addUser({
+          const { user: added, outcome } = await consoleAccess(store).addUser({
             accountId: options.account,
             email: options.email,
             password,
             operator: options.operator === true,
           });
+          const role = added.operator ? ' as an operator' : '';
           console.log(
-            `${added.email} added to ${added.accountId}${added.operator ? ' as an operator' : ''}: can sign in to the console`,
+            password === null
+              ? `${added.email} added to ${added.accountId} (no password: cannot sign in)`
+              : outcome === 'added'
+                ? `${added.email} added to ${added.accountId}${role}: can sign in to the console`
+                : `${added.email} of ${added.accountId} given a password${role}: can sign in to the console`,
           );
         });
+      });
+    });
+  user
+    .command('remove')
+    .description('remove a user from an account (and the console); ends their sessions')
+    .requiredOption('--account <id>', 'account id')
+    .requiredOption('--email <email>', 'e-mail address')
+    .action(async (options) => {
+      await withStore(async (store) => {
+        if (!(await consoleAccess(store).removeUser(options.account, options.email))) {
+          throw new InvalidArgumentError(`${options.account} has no user ${options.email}`);
+        }
+        console.log(`${options.email} removed from ${options.account}; their sessions are ended`);
       });
     });
   user

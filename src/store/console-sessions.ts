@@ -88,7 +88,7 @@ export class ConsoleSessionRepository {
     await this.db.deleteFrom('console_sessions').where('id_hash', '=', idHash).execute();
   }
 
-  /** Ends every session of the user (signed out everywhere, or a new password). */
+  /** Ends every session of the user (signed out everywhere, a new password, or removed). */
   async deleteForUser(email: string): Promise<number> {
     const result = await this.db
       .deleteFrom('console_sessions')

@@ -51,9 +51,23 @@ export class UserRepository {
     };
   }
 
-  /** Adds the user, or gives an existing one of the account a password (and operator flag). */
-  async upsertWithPassword(user: User, passwordHash: string, operator: boolean): Promise<void> {
-    await this.db
+  /** Whether the account has the user `email`, and whether they can sign in (have a password). */
+  async findInAccount(accountId: string, email: string): Promise<{ signsIn: boolean } | null> {
+    const row = await this.db
+      .selectFrom('users')
+      .select('password_hash')
+      .where('account_id', '=', accountId)
+      .where('email', '=', email)
+      .executeTakeFirst();
+    return row === undefined ? null : { signsIn: row.password_hash !== null };
+  }
+
+  /**
+   * Adds the user, or gives an existing one of the account without a password a password (and
+   * operator flag); false when the account's user has a password already (nothing changed).
+   */
+  async addWithPassword(user: User, passwordHash: string, operator: boolean): Promise<boolean> {
+    const result = await this.db
       .insertInto('users')
       .values({
         account_id: user.accountId,
@@ -66,9 +80,21 @@ export class UserRepository {
       .onConflict((conflict) =>
         conflict
           .columns(['account_id', 'email'])
-          .doUpdateSet({ password_hash: passwordHash, operator: operator ? 1 : 0 }),
+          .doUpdateSet({ password_hash: passwordHash, operator: operator ? 1 : 0 })
+          .where('users.password_hash', 'is', null),
       )
-      .execute();
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  /** Removes the account's user `email`; false when there is none. */
+  async delete(accountId: string, email: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('users')
+      .where('account_id', '=', accountId)
+      .where('email', '=', email)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
   }
 
   /** Sets the password of the user who signs in with `email`; false when there is none. */
