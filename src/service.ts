@@ -1,6 +1,7 @@
 import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
 import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
+import { TokenList } from './accounts/token-list.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import type { Config } from './config.js';
 import {
@@ -344,6 +345,7 @@ export async function startService(
         metrics,
         files: new FileBrowser(store, processor),
         callbacks: new CallbackBrowser(store, () => callbacks.notify()),
+        tokens: new TokenList(store, accounts),
       },
       logger,
       { healthOnly: config.role === 'worker' },

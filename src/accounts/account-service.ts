@@ -373,12 +373,6 @@ export class AccountService {
     return updated;
   }
 
-  /** The account's unexpired tokens, oldest first. */
-  async tokensOf(accountId: string): Promise<Token[]> {
-    const now = new Date().toISOString();
-    return (await this.store.tokens.list(accountId)).filter((t) => t.expirationDate > now);
-  }
-
   /**
    * The principal the account's key `keyId` acts as (a console user's test upload); null when the
    * account has no such key, or it or the account is disabled.

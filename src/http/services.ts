@@ -1,6 +1,7 @@
 import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { ConsoleAccess } from '../accounts/console-access.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
+import type { TokenList } from '../accounts/token-list.js';
 import type { Config } from '../config.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
@@ -42,6 +43,8 @@ export interface Services {
   files: FileBrowser;
   /** An account's callback deliveries, a page at a time; retry now. */
   callbacks: CallbackBrowser;
+  /** An account's temporary tokens, a page at a time (never a whole id); revoke one. */
+  tokens: TokenList;
 }
 
 declare module 'fastify' {

@@ -43,6 +43,46 @@ export class TokenRepository {
     return (await query.execute()).map(toToken);
   }
 
+  /**
+   * The account's tokens unexpired at `now` (ISO), newest first, after `before` in that order:
+   * a tuple compared with a shorter id sorts before every id that starts with it.
+   */
+  async pageForAccount(
+    accountId: string,
+    now: string,
+    before: { creationDate: string; id: string } | null,
+    limit: number,
+  ): Promise<Token[]> {
+    let select = this.db
+      .selectFrom('tokens')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('expiration_date', '>', now);
+    if (before !== null) {
+      select = select.where((eb) =>
+        eb(eb.refTuple('creation_date', 'id'), '<', eb.tuple(before.creationDate, before.id)),
+      );
+    }
+    const rows = await select
+      .orderBy('creation_date', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(toToken);
+  }
+
+  /** Up to `limit` of the account's tokens whose id starts with `prefix` (hex digits only). */
+  async findByPrefix(accountId: string, prefix: string, limit: number): Promise<Token[]> {
+    const rows = await this.db
+      .selectFrom('tokens')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where((eb) => eb.fn('substr', ['id', eb.lit(1), eb.lit(prefix.length)]), '=', prefix)
+      .limit(limit)
+      .execute();
+    return rows.map(toToken);
+  }
+
   /** False when the account has no such token. Deleted tokens are gone: a later use is a 401. */
   async delete(accountId: string, id: string): Promise<boolean> {
     const result = await this.db

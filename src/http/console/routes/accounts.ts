@@ -165,7 +165,9 @@ export default async function accounts(app: FastifyInstance) {
       const session = operatorSessionOf(request);
       const details = await service.details(accountIdOf(request.params.id));
       if (details === null) throw new HttpError(404, 'There is no such account.');
-      const top = notice(done[String(request.query.done)] ?? null);
+      const shown = String(request.query.done);
+      // Own keys only: `constructor` is no message.
+      const top = notice(Object.hasOwn(done, shown) ? (done[shown] ?? null) : null);
       return reply.type('text/html').send(detailPage(session, details, top));
     },
   );

@@ -1,14 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ConsoleSession } from '../../../accounts/console-access.js';
 import {
+  parseTokenCursor,
+  type ShownToken,
+  type TokenPage,
+  tokenCursorText,
+} from '../../../accounts/token-list.js';
+import {
   type ApiKey,
   DETECTION_CATEGORIES,
   type DetectionCategory,
   type KeyRateLimit,
-  type Token,
 } from '../../../domain/records.js';
 import { HttpError } from '../../http-error.js';
-import { utc } from '../format.js';
+import { linkTo, pager, queryFields, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, notice, page, scrollingTable } from '../layout.js';
 import { checkedForm, sessionOf } from '../session.js';
@@ -71,16 +76,42 @@ function keyRow(key: ApiKey, session: ConsoleSession): SafeHtml {
 </tr>`;
 }
 
-function tokenRow(token: Token, session: ConsoleSession): SafeHtml {
-  return html`<tr><td class="mono">${token.id}</td><td class="mono">${token.apiKeyId}</td><td>${token.expirationDate}</td>
-<td><form method="post" action="/console/tokens/${token.id}/revoke" class="inline">${csrfField(session)}<button type="submit" class="danger" aria-label="Revoke token ${token.id}">Revoke</button></form></td></tr>`;
+/** A token by the start of its id only: the whole id is a credential. */
+function tokenRow(token: ShownToken, session: ConsoleSession): SafeHtml {
+  return html`<tr><td class="mono">${token.prefix}…</td><td class="mono">${token.apiKeyId}</td><td>${utc(token.creationDate)}</td><td>${utc(token.expirationDate)}</td>
+<td><form method="post" action="/console/tokens/${token.prefix}/revoke" class="inline">${csrfField(session)}<button type="submit" class="danger" aria-label="Revoke token ${token.prefix}…">Revoke</button></form></td></tr>`;
+}
+
+/** The unexpired tokens, newest first, a page at a time. */
+function tokensSection(session: ConsoleSession, list: TokenPage, firstPage: boolean): SafeHtml {
+  const links = pager([
+    firstPage ? null : { href: '/console/keys#tokens', label: 'First page' },
+    list.next === null
+      ? null
+      : {
+          href: `${linkTo('/console/keys', { before: tokenCursorText(list.next) })}#tokens`,
+          label: 'Next page',
+          next: true,
+        },
+  ]);
+  return html`<h2 id="tokens">Temporary tokens</h2>
+${
+  list.tokens.length === 0
+    ? html`<p class="muted">No unexpired tokens${firstPage ? '' : ' after these'}.</p>`
+    : scrollingTable(
+        'Temporary tokens',
+        html`<table><thead><tr><th scope="col">Token</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead>
+<tbody>${list.tokens.map((token) => tokenRow(token, session))}</tbody></table>`,
+      )
+}
+${links}`;
 }
 
 /** The API keys page, with a notice or a new key's secret (shown this once) on top. */
 function keysPage(
   session: ConsoleSession,
   keys: readonly ApiKey[],
-  tokens: readonly Token[],
+  tokens: SafeHtml,
   top: SafeHtml,
 ): string {
   const body = html`${top}
@@ -100,30 +131,25 @@ ${categoryChoices(DETECTION_CATEGORIES, 'new')}
 <input type="text" id="new-tags" name="tags" maxlength="1400">
 <p><button type="submit">Create key</button></p>
 </form>
-<h2>Temporary tokens</h2>
-${
-  tokens.length === 0
-    ? html`<p class="muted">No unexpired tokens.</p>`
-    : scrollingTable(
-        'Temporary tokens',
-        html`<table><thead><tr><th scope="col">Token</th><th scope="col">Key</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead>
-<tbody>${tokens.map((token) => tokenRow(token, session))}</tbody></table>`,
-      )
-}`;
+${tokens}`;
   return page({ title: 'API keys', session, current: '/console/keys', body });
 }
 
 /** API keys (create, disable, enable, tags, categories, rate limit) and tokens (list, revoke). */
 export default async function keys(app: FastifyInstance) {
-  const { accounts } = app.services;
+  const { accounts, tokens } = app.services;
 
-  const render = async (session: ConsoleSession, top: SafeHtml) => {
+  const render = async (session: ConsoleSession, top: SafeHtml, tokensBefore = '') => {
     const { accountId } = session.user;
-    const [{ keys: list }, tokens] = await Promise.all([
+    const before = tokensBefore === '' ? null : parseTokenCursor(tokensBefore);
+    if (tokensBefore !== '' && before === null) {
+      throw new HttpError(400, 'The page link is not valid: start again from the first page.');
+    }
+    const [{ keys: list }, tokenPage] = await Promise.all([
       accounts.overview(accountId),
-      accounts.tokensOf(accountId),
+      tokens.page(accountId, before),
     ]);
-    return keysPage(session, list, tokens, top);
+    return keysPage(session, list, tokensSection(session, tokenPage, before === null), top);
   };
   const done: Record<string, string> = {
     disabled: 'The key is disabled: the API refuses it and its tokens are ended.',
@@ -132,10 +158,12 @@ export default async function keys(app: FastifyInstance) {
     revoked: 'The token is revoked.',
   };
 
-  app.get<{ Querystring: { done?: string } }>('/keys', async (request, reply) => {
+  app.get('/keys', async (request, reply) => {
     const session = sessionOf(request);
-    const message = done[request.query.done ?? ''] ?? null;
-    return reply.type('text/html').send(await render(session, notice(message)));
+    const query = queryFields(request.query, ['done', 'before']);
+    // Own keys only: `constructor` is no message.
+    const message = Object.hasOwn(done, query.done) ? (done[query.done] ?? null) : null;
+    return reply.type('text/html').send(await render(session, notice(message), query.before));
   });
 
   app.post('/keys', async (request, reply) => {
@@ -202,10 +230,15 @@ ${categoryChoices(key.detectionCategories, 'edit')}
     });
   }
 
-  app.post<{ Params: { id: string } }>('/tokens/:id/revoke', async (request, reply) => {
+  app.post<{ Params: { prefix: string } }>('/tokens/:prefix/revoke', async (request, reply) => {
     const { session } = checkedForm(request);
-    if (!(await accounts.revokeToken(session.user.accountId, request.params.id))) {
-      throw new HttpError(404, 'This account has no such token.');
+    const outcome = await tokens.revoke(session.user.accountId, request.params.prefix);
+    if (outcome === 'missing') throw new HttpError(404, 'This account has no such token.');
+    if (outcome === 'ambiguous') {
+      throw new HttpError(
+        409,
+        'More than one token starts so: revoke it with `assay admin token revoke` and its whole id.',
+      );
     }
     return reply.redirect('/console/keys?done=revoked', 303);
   });
