@@ -97,7 +97,7 @@ function tokensSection(session: ConsoleSession, list: TokenPage, firstPage: bool
   return html`<h2 id="tokens">Temporary tokens</h2>
 ${
   list.tokens.length === 0
-    ? html`<p class="muted">No unexpired tokens${firstPage ? '' : ' after these'}.</p>`
+    ? html`<p class="muted">No ${firstPage ? '' : 'more '}unexpired tokens.</p>`
     : scrollingTable(
         'Temporary tokens',
         html`<table><thead><tr><th scope="col">Token</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead>
