@@ -1,6 +1,7 @@
 import { type Command, type CommanderError, InvalidArgumentError } from 'commander';
 import { MAX_GLOB_LENGTH } from './glob.js';
 import { ApiClient, basicAuthorization, ScanError } from './scan-client.js';
+import { AmbiguousArgumentError, argumentBytes, displayPath } from './scan-names.js';
 import {
   formatBytes,
   formatTable,
@@ -89,6 +90,7 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
     throw new UsageError(`not an http or https URL: ${baseUrl}`);
   }
+  const roots = rootBytes(paths);
   const progress = new ScanProgress();
   const client = new ApiClient({
     baseUrl,
@@ -109,12 +111,12 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
       outcomes.push(outcome);
       if (outcome.verdict === 'error') {
         const detail = outcome.error ?? String(outcome.result?.error);
-        progress.note(`error: ${printable(outcome.path)}: ${printable(detail)}`);
+        progress.note(`error: ${displayPath(outcome.path)}: ${printable(detail)}`);
       }
       if (options.json) process.stdout.write(`${ndjsonLine(outcome)}\n`);
     };
     const skipped: Skipped = { symlink: 0, special: 0, empty: 0, excluded: 0 };
-    const files = await walkPaths(paths, {
+    const files = await walkPaths(roots, {
       exclude: options.exclude ?? [],
       onProgress: (found) => progress.walking(found),
       onNotice: (notice) => {
@@ -141,7 +143,8 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
       `${count('flagged')} flagged, ${plural(count('error'), 'error')}${skippedText(skipped)}`;
     if (options.json) process.stderr.write(`${summary}\n`);
     else {
-      // The walk's order (results arrive in any order); the walk's own errors first.
+      // The walk's order (results arrive in any order); the walk's own errors first. The
+      // outcomes hold the walk's own Buffers, so that they find their files here.
       const order = new Map(files.map((file, index) => [file.path, index]));
       outcomes.sort((a, b) => (order.get(a.path) ?? -1) - (order.get(b.path) ?? -1));
       process.stdout.write(`${formatTable(outcomes)}\n\n${summary}\n`);
@@ -195,6 +198,16 @@ function skippedText(skipped: Skipped): string {
   );
 }
 
+/** The bytes of the paths given (see argumentBytes): a mistake there is a usage mistake. */
+function rootBytes(paths: string[]): Buffer[] {
+  try {
+    return argumentBytes(paths);
+  } catch (error) {
+    if (error instanceof AmbiguousArgumentError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** Basic credentials: flags before variables, and a token before a key at each level. */
 function authorizationFrom(options: ScanOptions, env: NodeJS.ProcessEnv): string {
   if (options.token !== undefined && options.key !== undefined) {
@@ -212,7 +225,7 @@ function authorizationFrom(options: ScanOptions, env: NodeJS.ProcessEnv): string
 }
 
 function skipLine(notice: Exclude<WalkNotice, { kind: 'error' | 'excluded' }>): string {
-  const path = printable(notice.path);
+  const path = displayPath(notice.path);
   if (notice.kind === 'symlink')
     return `skipped: ${path} (a symbolic link: links are not followed)`;
   if (notice.kind === 'empty') return `skipped: ${path} (empty: the API refuses empty content)`;

@@ -46,10 +46,15 @@ describe('assay scan output', () => {
 
   test('file names reach the terminal with their control characters escaped', () => {
     assert.equal(printable('evil\u001b]0;title\u0007.txt'), 'evil\\u001b]0;title\\u0007.txt');
+    assert.equal(printable('del\u007f c1\u009b'), 'del\\u007f c1\\u009b');
     const table = formatTable([
-      { path: 'a\nb', verdict: 'flagged', result: { findings: ['content.malicious.x'] } },
+      {
+        path: Buffer.from('a\nb'),
+        verdict: 'flagged',
+        result: { findings: ['content.malicious.x'] },
+      },
     ]);
     assert.equal(table.split('\n').length, 2);
-    assert.match(table, /flagged {2}a\\nb +content\.malicious\.x/);
+    assert.match(table, /flagged {2}"a\\nb" +content\.malicious\.x/);
   });
 });
