@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type HttpAnswer, HttpClient, NetworkError } from './scan-http.js';
+import { type HttpAnswer, HttpClient, NetworkError, TimeoutError } from './scan-http.js';
 import { baseName, displayPath } from './scan-names.js';
 import { describeFsError } from './scan-walk.js';
 
@@ -23,6 +23,11 @@ export interface ApiClientOptions {
   baseUrl: string;
   authorization: string;
   retry: RetryPolicy;
+  /**
+   * `--timeout`: the longest a request may be silent, and may take in all (an upload longer, by
+   * UPLOAD_MS_PER_MB).
+   */
+  timeoutMs: number;
   /** Called before each wait for a retry. */
   onRetry?(what: string, status: number, waitMs: number, attempt: number): void;
 }
@@ -43,6 +48,11 @@ const CHUNK_SIZE = 64 * 1024;
 const POLL_FIRST_MS = 100;
 const POLL_GROWTH = 1.5;
 const POLL_MAX_MS = 2_000;
+/**
+ * Time an upload is given beyond `--timeout`, per MB: 4 s (a 256 KB/s link), so that a large file
+ * on a slow link is not cut short, while a server that trickles its answer still ends.
+ */
+export const UPLOAD_MS_PER_MB = 4_000;
 
 /** HTTP Basic: a key and its secret, or a token id with an empty password (the spec's way). */
 export function basicAuthorization(user: string, password: string): string {
@@ -131,16 +141,25 @@ export class ApiClient {
       headers['content-type'] = upload.contentType;
       headers['content-length'] = String(upload.length);
     }
+    const { timeoutMs } = this.options;
+    const uploadMs = Math.ceil(((upload?.length ?? 0) / 2 ** 20) * UPLOAD_MS_PER_MB);
     try {
       return await this.http.send({
         method,
         url: new URL(`${this.baseUrl}${path}`),
         headers,
         body: upload?.body,
+        idleMs: timeoutMs,
+        limitMs: timeoutMs + uploadMs,
       });
     } catch (error) {
       if (error instanceof FileReadError) {
         throw new ScanError(`cannot read the file: ${error.message}`);
+      }
+      if (error instanceof TimeoutError) {
+        throw new ScanError(
+          `the server at ${this.baseUrl} is too slow: ${error.message} (--timeout)`,
+        );
       }
       const { code, message } = error as { code?: unknown; message?: unknown };
       const reason = typeof code === 'string' ? code : String(message ?? error);

@@ -34,6 +34,7 @@ interface ScanOptions {
   exclude?: string[];
   json?: boolean;
   retries: number;
+  timeout: number;
 }
 
 /** A mistake in the command line or the environment: said, exit code 2. */
@@ -66,6 +67,12 @@ export function registerScanCommand(program: Command): void {
     .option('--exclude <glob>', 'skip entries that match (repeatable; see the docs)', glob)
     .option('--json', 'print one JSON result per line (NDJSON) instead of a table')
     .option('--retries <n>', 'retries after 429, 502 or 503, per request', integerIn(0, 20), 5)
+    .option(
+      '--timeout <seconds>',
+      'longest a request may be silent, or take in all (an upload 4 s more per MB)',
+      integerIn(1, 86400),
+      300,
+    )
     // Usage mistakes end with 2, as errors do: 1 means "flagged" to scripts.
     .exitOverride((error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : EXIT_ERROR))
     .action(async (paths: string[], options: ScanOptions) => {
@@ -96,6 +103,7 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
     baseUrl,
     authorization: authorizationFrom(options, process.env),
     retry: { retries: options.retries, maxWaitMs: MAX_RETRY_WAIT_MS },
+    timeoutMs: options.timeout * 1000,
     onRetry: (what, status, waitMs, attempt) =>
       progress.note(
         `retrying ${printable(what)} after HTTP ${status} in ${(waitMs / 1000).toFixed(1)} s ` +

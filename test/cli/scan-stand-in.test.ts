@@ -1,0 +1,117 @@
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { assayCliAsync, type CliRunOptions } from '../helpers/cli.js';
+import { randomContent } from '../helpers/content.js';
+import { type ReceivedRequest, startLocalServer } from '../helpers/local-server.js';
+import { tempDir } from '../helpers/service.js';
+
+// `assay scan` against stand-in servers that misbehave as no real service would on purpose: they
+// answer the ping, then do what the test says with each upload.
+
+const NO_SETTINGS = { ASSAY_URL: '', ASSAY_KEY: '', ASSAY_SECRET: '', ASSAY_TOKEN: '' };
+
+function scan(url: string, args: string[], options: CliRunOptions = {}) {
+  return assayCliAsync(['scan', '--url', url, '--key', 'k', '--secret', 's', ...args], {
+    ...options,
+    env: NO_SETTINGS,
+  });
+}
+
+/** A stand-in that answers the ping, and each upload with `onUpload`. */
+async function standIn(
+  t: TestContext,
+  onUpload: (request: ReceivedRequest, response: ServerResponse) => unknown,
+) {
+  const server = await startLocalServer((request, response) => {
+    if (request.url === '/v2.2/ping') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"message":"pong"}');
+      return;
+    }
+    return onUpload(request, response);
+  });
+  t.after(() => server.close());
+  return server;
+}
+
+function folder(t: TestContext, files: Record<string, string | Buffer>): string {
+  const root = tempDir('assay-scan-stand-in-');
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(root, name), content);
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  return root;
+}
+
+const uploads = (requests: ReceivedRequest[]) => requests.filter((r) => r.method === 'POST');
+
+describe('assay scan against a stand-in server', () => {
+  test('a server that never answers ends each request at --timeout: exit 2, never clean', async (t) => {
+    const root = folder(t, { 'a.txt': randomContent(1000), 'b.txt': randomContent(1000) });
+    // Accepts connections and reads, never writes a byte: not even the ping is answered.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.after(() => {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    });
+    const silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const ping = await scan(silentUrl, [root, '--timeout', '2']);
+    assert.equal(ping.status, 2, ping.stderr);
+    assert.match(
+      ping.stderr,
+      /^assay scan: the server at http:\/\/127\.0\.0\.1:\d+ is too slow: (no complete answer within|nothing sent or received for) 2 s \(--timeout\)$/m,
+    );
+
+    // Answers the ping, then takes each upload whole and never answers it.
+    const server = await standIn(t, () => new Promise(() => undefined));
+    const run = await scan(server.url, [root, '--json', '--timeout', '2']);
+    assert.equal(run.status, 2, run.stderr);
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.equal(lines.length, 2);
+    for (const line of lines) {
+      assert.deepEqual(Object.keys(line), ['path', 'error']);
+      assert.match(
+        line.error,
+        /is too slow: (no complete answer within|nothing sent or received for) 2 s/,
+      );
+    }
+    assert.equal(uploads(server.requests).length, 2, 'each file sent once (no retry)');
+    assert.match(run.stderr, /2 files .*: 0 clean, 0 flagged, 2 errors/);
+  });
+
+  test('a server that trickles its answer a byte at a time still ends at --timeout', async (t) => {
+    const timers = new Set<NodeJS.Timeout>();
+    t.after(() => {
+      for (const timer of timers) clearInterval(timer);
+    });
+    const server = await standIn(t, (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
+      response.write('{');
+      // Far more often than --timeout: an idle timer alone would wait forever.
+      const timer = setInterval(() => response.write(' '), 200);
+      timers.add(timer);
+      response.on('close', () => clearInterval(timer));
+    });
+    const root = folder(t, { 'slow.txt': randomContent(1000) });
+    const run = await scan(server.url, [join(root, 'slow.txt'), '--timeout', '2'], {
+      timeoutMs: 120_000,
+    });
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /^error: \S+slow\.txt: the server at http:\/\/127\.0\.0\.1:\d+ is too slow: no complete answer within 2 s \(--timeout\)$/m,
+    );
+    assert.match(run.stdout, /^error +\S+slow\.txt +the server at .* is too slow/m);
+    assert.match(run.stdout, /1 file .*: 0 clean, 0 flagged, 1 error/);
+  });
+});
