@@ -49,7 +49,7 @@ export async function walkPaths(paths: Buffer[], options: WalkOptions): Promise<
     const visit = async (path: Buffer, relative: string | null) => {
       let stats: Awaited<ReturnType<typeof lstat>>;
       try {
-        stats = await lstat(path);
+        stats = await lstat(relative === null ? ownEntry(path) : path);
       } catch (error) {
         options.onNotice({ kind: 'error', path, message: describeFsError(error) });
         return;
@@ -85,6 +85,21 @@ export async function walkPaths(paths: Buffer[], options: WalkOptions): Promise<
     }
   }
   return found;
+}
+
+/**
+ * The entry a path given on the command line names itself: `link/` and `link/.` are the folder a
+ * link leads to, and lstat would follow it; without the trailing `/` (or `/.`) lstat sees the link.
+ */
+function ownEntry(path: Buffer): Buffer {
+  const text = path.toString('latin1');
+  let end = text.length;
+  for (;;) {
+    if (text.endsWith('/', end)) end -= 1;
+    else if (text.endsWith('/.', end)) end -= 2;
+    else break;
+  }
+  return end === 0 || end === text.length ? path : Buffer.from(text.slice(0, end), 'latin1');
 }
 
 /**

@@ -157,6 +157,11 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
       outcomes.sort((a, b) => (order.get(a.path) ?? -1) - (order.get(b.path) ?? -1));
       process.stdout.write(`${formatTable(outcomes)}\n\n${summary}\n`);
     }
+    // Nothing scanned is not "clean": every path may have been a link, excluded or empty.
+    if (files.length === 0) {
+      process.stderr.write('assay scan: no file was scanned\n');
+      return EXIT_ERROR;
+    }
     if (count('error') > 0) return EXIT_ERROR;
     return count('flagged') > 0 ? EXIT_FLAGGED : EXIT_CLEAN;
   } finally {

@@ -1,6 +1,6 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { tempDir } from '../helpers/service.js';
 // answer the ping, then do what the test says with each upload.
 
 const NO_SETTINGS = { ASSAY_URL: '', ASSAY_KEY: '', ASSAY_SECRET: '', ASSAY_TOKEN: '' };
+const CLEAN = JSON.stringify({ id: '0'.repeat(32), findings: [], metadata: {} });
 
 function scan(url: string, args: string[], options: CliRunOptions = {}) {
   return assayCliAsync(['scan', '--url', url, '--key', 'k', '--secret', 's', ...args], {
@@ -113,5 +114,43 @@ describe('assay scan against a stand-in server', () => {
     );
     assert.match(run.stdout, /^error +\S+slow\.txt +the server at .* is too slow/m);
     assert.match(run.stdout, /1 file .*: 0 clean, 0 flagged, 1 error/);
+  });
+
+  test('a link given with a trailing slash (or /.) is not followed', async (t) => {
+    const server = await standIn(t, (_request, response) => {
+      response.writeHead(201, { 'content-type': 'application/json' }).end(CLEAN);
+    });
+    const outside = folder(t, { 'target.txt': randomContent(100) });
+    const root = folder(t, {});
+    symlinkSync(outside, join(root, 'link'));
+    for (const given of ['link/', 'link/.', 'link//']) {
+      const run = await scan(server.url, [join(root, given)]);
+      assert.equal(run.status, 2, `${given}: ${run.stderr}`);
+      assert.match(run.stderr, /skipped: \S+link\S* \(a symbolic link: links are not followed\)/);
+      assert.match(run.stderr, /^assay scan: no file was scanned$/m);
+      assert.match(
+        run.stdout,
+        /0 files \(0 B\) in .* s: 0 clean, 0 flagged, 0 errors; 1 symbolic link not followed/,
+      );
+    }
+    assert.equal(uploads(server.requests).length, 0, 'nothing behind the link was sent');
+  });
+
+  test('a run that scanned nothing says so and exits 2', async (t) => {
+    const server = await standIn(t, (_request, response) => {
+      response.writeHead(201, { 'content-type': 'application/json' }).end(CLEAN);
+    });
+    const root = folder(t, { 'only.log': randomContent(100) });
+    mkdirSync(join(root, 'empty'));
+    const empty = await scan(server.url, [join(root, 'empty'), '--json']);
+    assert.equal(empty.status, 2, empty.stderr);
+    assert.equal(empty.stdout, '');
+    assert.match(empty.stderr, /0 files \(0 B\) in .* s: 0 clean, 0 flagged, 0 errors\n/);
+    assert.match(empty.stderr, /^assay scan: no file was scanned$/m);
+    const excluded = await scan(server.url, [root, '--exclude', '*.log']);
+    assert.equal(excluded.status, 2, excluded.stderr);
+    assert.match(excluded.stdout, /0 files .*; 1 entry excluded$/m);
+    assert.match(excluded.stderr, /^assay scan: no file was scanned$/m);
+    assert.equal(uploads(server.requests).length, 0);
   });
 });
