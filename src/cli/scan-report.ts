@@ -37,9 +37,25 @@ export function detailOf(outcome: Outcome): string {
   return result.findings.map(String).join(', ');
 }
 
-/** The final table, in the walk's order; names and messages made safe for a terminal. */
-export function formatTable(outcomes: Outcome[]): string {
-  const rows = outcomes.map((o) => [o.verdict, displayPath(o.path), printable(detailOf(o))]);
+/** A line of the final table: what it shows of an outcome (not the whole result). */
+export interface TableRow {
+  verdict: Verdict;
+  /** The path and the detail, made safe for a terminal. */
+  path: string;
+  detail: string;
+}
+
+export function tableRow(outcome: Outcome): TableRow {
+  return {
+    verdict: outcome.verdict,
+    path: displayPath(outcome.path),
+    detail: printable(detailOf(outcome)),
+  };
+}
+
+/** The final table, in the order given. */
+export function formatTable(tableRows: TableRow[]): string {
+  const rows = tableRows.map((row) => [row.verdict, row.path, row.detail]);
   const header = ['RESULT', 'PATH', 'FINDINGS / ERROR'];
   const widths = [0, 1].map((column) =>
     Math.max(...[header, ...rows].map((row) => (row[column] ?? '').length)),

@@ -3,12 +3,15 @@ import { MAX_GLOB_LENGTH } from './glob.js';
 import { ApiClient, basicAuthorization, ScanError } from './scan-client.js';
 import { AmbiguousArgumentError, argumentBytes, displayPath } from './scan-names.js';
 import {
+  detailOf,
   formatBytes,
   formatTable,
   ndjsonLine,
   type Outcome,
   printable,
   ScanProgress,
+  type TableRow,
+  tableRow,
   type Verdict,
   verdictOf,
 } from './scan-report.js';
@@ -114,14 +117,17 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
     // Fails fast, before a long walk, on an unreachable server or refused credentials.
     await client.ping();
     const startedAt = Date.now();
-    const outcomes: Outcome[] = [];
-    const report = (outcome: Outcome) => {
-      outcomes.push(outcome);
+    const counts: Record<Verdict, number> = { clean: 0, flagged: 0, error: 0 };
+    // The table's lines, kept for the end with their place in the walk's order. With --json
+    // nothing is kept: each result is printed as it arrives and forgotten.
+    const rows: Array<TableRow & { order: number }> = [];
+    const report = (outcome: Outcome, order: number) => {
+      counts[outcome.verdict] += 1;
       if (outcome.verdict === 'error') {
-        const detail = outcome.error ?? String(outcome.result?.error);
-        progress.note(`error: ${displayPath(outcome.path)}: ${printable(detail)}`);
+        progress.note(`error: ${displayPath(outcome.path)}: ${printable(detailOf(outcome))}`);
       }
       if (options.json) process.stdout.write(`${ndjsonLine(outcome)}\n`);
+      else rows.push({ ...tableRow(outcome), order });
     };
     const skipped: Skipped = { symlink: 0, special: 0, empty: 0, excluded: 0 };
     const files = await walkPaths(roots, {
@@ -129,7 +135,8 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
       onProgress: (found) => progress.walking(found),
       onNotice: (notice) => {
         if (notice.kind === 'error') {
-          report({ path: notice.path, verdict: 'error', error: notice.message });
+          // The walk's own errors come first in the table.
+          report({ path: notice.path, verdict: 'error', error: notice.message }, -1);
           return;
         }
         skipped[notice.kind] += 1;
@@ -138,32 +145,29 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
     });
     const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
     progress.start(files.length, totalBytes);
-    await scanFiles(client, files, options, (file, outcome) => {
-      report(outcome);
+    await scanFiles(client, files, options, (index, file, outcome) => {
+      report(outcome, index);
       progress.fileDone(file.size);
     });
     progress.finish();
 
-    const count = (verdict: Verdict) => outcomes.filter((o) => o.verdict === verdict).length;
     const summary =
       `${plural(files.length, 'file')} (${formatBytes(totalBytes)}) in ` +
-      `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${count('clean')} clean, ` +
-      `${count('flagged')} flagged, ${plural(count('error'), 'error')}${skippedText(skipped)}`;
+      `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${counts.clean} clean, ` +
+      `${counts.flagged} flagged, ${plural(counts.error, 'error')}${skippedText(skipped)}`;
     if (options.json) process.stderr.write(`${summary}\n`);
     else {
-      // The walk's order (results arrive in any order); the walk's own errors first. The
-      // outcomes hold the walk's own Buffers, so that they find their files here.
-      const order = new Map(files.map((file, index) => [file.path, index]));
-      outcomes.sort((a, b) => (order.get(a.path) ?? -1) - (order.get(b.path) ?? -1));
-      process.stdout.write(`${formatTable(outcomes)}\n\n${summary}\n`);
+      // The walk's order: results arrive in any order.
+      rows.sort((a, b) => a.order - b.order);
+      process.stdout.write(`${formatTable(rows)}\n\n${summary}\n`);
     }
     // Nothing scanned is not "clean": every path may have been a link, excluded or empty.
     if (files.length === 0) {
       process.stderr.write('assay scan: no file was scanned\n');
       return EXIT_ERROR;
     }
-    if (count('error') > 0) return EXIT_ERROR;
-    return count('flagged') > 0 ? EXIT_FLAGGED : EXIT_CLEAN;
+    if (counts.error > 0) return EXIT_ERROR;
+    return counts.flagged > 0 ? EXIT_FLAGGED : EXIT_CLEAN;
   } finally {
     client.close();
   }
@@ -174,7 +178,7 @@ async function scanFiles(
   client: ApiClient,
   files: FoundFile[],
   options: ScanOptions,
-  onDone: (file: FoundFile, outcome: Outcome) => void,
+  onDone: (index: number, file: FoundFile, outcome: Outcome) => void,
 ): Promise<void> {
   const metadata = options.metadata ?? [];
   const scanOne = async (file: FoundFile): Promise<Outcome> => {
@@ -193,8 +197,9 @@ async function scanFiles(
   };
   let next = 0;
   const worker = async () => {
-    for (let file = files[next++]; file !== undefined; file = files[next++]) {
-      onDone(file, await scanOne(file));
+    for (let index = next++; index < files.length; index = next++) {
+      const file = files[index];
+      if (file !== undefined) onDone(index, file, await scanOne(file));
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, files.length) }, worker));

@@ -1,6 +1,6 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -116,6 +116,19 @@ describe('assay scan against a stand-in server', () => {
     assert.match(run.stdout, /1 file .*: 0 clean, 0 flagged, 1 error/);
   });
 
+  test('a result without findings is an error that says so (not "undefined")', async (t) => {
+    const server = await standIn(t, (_request, response) => {
+      response.writeHead(201, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ id: '0'.repeat(32), metadata: {} }));
+    });
+    const root = folder(t, { 'a.txt': randomContent(100) });
+    const run = await scan(server.url, [root]);
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(run.stderr, /^error: \S+a\.txt: the result has no findings$/m);
+    assert.doesNotMatch(run.stderr, /undefined/);
+    assert.match(run.stdout, /^error +\S+a\.txt +the result has no findings$/m);
+  });
+
   test('a link given with a trailing slash (or /.) is not followed', async (t) => {
     const server = await standIn(t, (_request, response) => {
       response.writeHead(201, { 'content-type': 'application/json' }).end(CLEAN);
@@ -152,5 +165,54 @@ describe('assay scan against a stand-in server', () => {
     assert.match(excluded.stdout, /0 files .*; 1 entry excluded$/m);
     assert.match(excluded.stderr, /^assay scan: no file was scanned$/m);
     assert.equal(uploads(server.requests).length, 0);
+  });
+
+  test('--json prints each result as it arrives and keeps none: memory stays bounded', async (t) => {
+    // Results far larger than any real one, with a field of many small objects (300 KB of JSON,
+    // some 5 MB in memory once parsed): kept, 150 of them took 1.3 GB (peak RSS); streamed, the
+    // command's peak was 310 MB, most of it garbage not yet collected.
+    const files = 150;
+    const padding = Array.from({ length: 100_000 }, () => ({}));
+    const result = Buffer.from(
+      JSON.stringify({ id: '0'.repeat(32), findings: [], metadata: {}, padding }),
+    );
+    const names = Array.from({ length: files }, (_, index) => `f${String(index).padStart(3, '0')}`);
+    const root = folder(t, Object.fromEntries(names.map((name) => [name, randomContent(100)])));
+    let cliPid = 0;
+    let completeLines = 0;
+    let linesBeforeLast = -1;
+    let peakKb = 0;
+    const server = await standIn(t, async (request, response) => {
+      // The last file's answer waits until every other result is on stdout.
+      if (request.body.includes(`filename="${names.at(-1)}"`)) {
+        for (let waited = 0; completeLines < files - 1 && waited < 600; waited += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        linesBeforeLast = completeLines;
+        const status = readFileSync(`/proc/${cliPid}/status`, 'utf8');
+        peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
+      }
+      response.writeHead(201, { 'content-type': 'application/json' }).end(result);
+    });
+    const run = await scan(server.url, [root, '--json'], {
+      onStart: (pid) => (cliPid = pid),
+      onStdout: (chunk) => {
+        for (const byte of chunk) if (byte === 0x0a) completeLines += 1;
+      },
+      timeoutMs: 180_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(linesBeforeLast, files - 1, 'the other results were printed before the last');
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      lines.map((line) => line.path).sort(),
+      names.map((name) => join(root, name)),
+    );
+    assert.ok(lines.every((line) => line.padding.length === padding.length));
+    t.diagnostic(`peak RSS ${peakKb} kB`);
+    assert.ok(peakKb > 0 && peakKb < 600 * 1024, `peak RSS ${peakKb} kB`);
   });
 });
