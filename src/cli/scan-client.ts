@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
-import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type HttpAnswer, HttpClient, NetworkError } from './scan-http.js';
+import { type HttpAnswer, HttpClient, NetworkError, TimeoutError } from './scan-http.js';
+import { baseName, displayPath } from './scan-names.js';
 import { describeFsError } from './scan-walk.js';
 
 /** A file result as the server sent it (`id`, `findings`, … or `error`). */
@@ -23,6 +23,11 @@ export interface ApiClientOptions {
   baseUrl: string;
   authorization: string;
   retry: RetryPolicy;
+  /**
+   * `--timeout`: the longest a request may be silent, and may take in all (an upload longer, by
+   * UPLOAD_MS_PER_MB).
+   */
+  timeoutMs: number;
   /** Called before each wait for a retry. */
   onRetry?(what: string, status: number, waitMs: number, attempt: number): void;
 }
@@ -43,6 +48,11 @@ const CHUNK_SIZE = 64 * 1024;
 const POLL_FIRST_MS = 100;
 const POLL_GROWTH = 1.5;
 const POLL_MAX_MS = 2_000;
+/**
+ * Time an upload is given beyond `--timeout`, per MB: 4 s (a 256 KB/s link), so that a large file
+ * on a slow link is not cut short, while a server that trickles its answer still ends.
+ */
+export const UPLOAD_MS_PER_MB = 4_000;
 
 /** HTTP Basic: a key and its secret, or a token id with an empty password (the spec's way). */
 export function basicAuthorization(user: string, password: string): string {
@@ -68,12 +78,12 @@ export class ApiClient {
   }
 
   /** Uploads one file to `POST /v2.2/files` and returns its result. */
-  scan(path: string, metadata: Array<[string, string]>): Promise<FileResult> {
+  scan(path: Buffer, metadata: Array<[string, string]>): Promise<FileResult> {
     return this.upload('/v2.2/files', path, metadata);
   }
 
   /** Uploads one file to `POST /v2.2/files/async` and returns its id, for `result`. */
-  async submit(path: string, metadata: Array<[string, string]>): Promise<string> {
+  async submit(path: Buffer, metadata: Array<[string, string]>): Promise<string> {
     const { id } = await this.upload('/v2.2/files/async', path, metadata);
     // The id goes into a path: nothing but an id's characters.
     if (typeof id !== 'string' || !/^[0-9A-Za-z_-]+$/.test(id)) {
@@ -105,10 +115,10 @@ export class ApiClient {
   /** One upload, the file opened again for each attempt; any 2xx answer is its JSON object. */
   private async upload(
     route: string,
-    path: string,
+    path: Buffer,
     metadata: Array<[string, string]>,
   ): Promise<FileResult> {
-    const answer = await this.send(path, async () => {
+    const answer = await this.send(displayPath(path), async () => {
       const upload = await openUpload(path, metadata);
       try {
         return await this.exchange('POST', route, upload);
@@ -131,16 +141,25 @@ export class ApiClient {
       headers['content-type'] = upload.contentType;
       headers['content-length'] = String(upload.length);
     }
+    const { timeoutMs } = this.options;
+    const uploadMs = Math.ceil(((upload?.length ?? 0) / 2 ** 20) * UPLOAD_MS_PER_MB);
     try {
       return await this.http.send({
         method,
         url: new URL(`${this.baseUrl}${path}`),
         headers,
         body: upload?.body,
+        idleMs: timeoutMs,
+        limitMs: timeoutMs + uploadMs,
       });
     } catch (error) {
       if (error instanceof FileReadError) {
         throw new ScanError(`cannot read the file: ${error.message}`);
+      }
+      if (error instanceof TimeoutError) {
+        throw new ScanError(
+          `the server at ${this.baseUrl} is too slow: ${error.message} (--timeout)`,
+        );
       }
       const { code, message } = error as { code?: unknown; message?: unknown };
       const reason = typeof code === 'string' ? code : String(message ?? error);
@@ -190,7 +209,7 @@ interface Upload {
  * that changes size while read fails the upload rather than sending a mix. Its exact length is
  * known, so the request has a Content-Length, as some servers require.
  */
-async function openUpload(path: string, metadata: Array<[string, string]>): Promise<Upload> {
+async function openUpload(path: Buffer, metadata: Array<[string, string]>): Promise<Upload> {
   let handle: FileHandle;
   try {
     // O_NOFOLLOW: a file swapped for a link since the walk is not followed; O_NONBLOCK: nor does
@@ -219,7 +238,7 @@ async function openUpload(path: string, metadata: Array<[string, string]>): Prom
   const boundary = `----assay-scan-${randomBytes(16).toString('hex')}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="file"; ` +
-      `filename="${quoteFieldValue(basename(path))}"\r\n` +
+      `filename="${quoteFieldValue(baseName(path).toString('utf8'))}"\r\n` +
       'Content-Type: application/octet-stream\r\n\r\n',
   );
   const fields = metadata.map(

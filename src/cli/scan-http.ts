@@ -22,15 +22,23 @@ export interface HttpExchange {
   headers: Record<string, string>;
   /** The request body, read as the socket takes it. */
   body?: AsyncIterable<Uint8Array>;
+  /** Milliseconds the connection may be silent (no bytes either way). */
+  idleMs: number;
+  /**
+   * Milliseconds the whole exchange may take, from the request to the answer's last byte: a
+   * server that trickles a byte now and then would otherwise keep an idle timer from ever firing.
+   */
+  limitMs: number;
 }
 
 /** A network failure: the server could not be reached, or the connection broke. */
 export class NetworkError extends Error {}
 
+/** The exchange took too long, or was silent too long. */
+export class TimeoutError extends NetworkError {}
+
 /** Answers are results and error messages: larger ones are not what this client expects. */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
-/** A connection silent this long (no bytes either way) is given up. */
-const IDLE_TIMEOUT_MS = 10 * 60 * 1000;
 
 export class HttpClient {
   // Connections kept open between files: one TLS handshake per connection, not per file.
@@ -47,11 +55,13 @@ export class HttpClient {
       headers: exchange.headers,
       agent: secure ? this.agents['https:'] : this.agents['http:'],
     });
-    request.setTimeout(IDLE_TIMEOUT_MS, () =>
-      request.destroy(new NetworkError(`no answer for ${IDLE_TIMEOUT_MS / 60_000} minutes`)),
-    );
     let bodyError: unknown = null;
+    let fail: (error: Error) => void = () => undefined;
     const answer = new Promise<HttpAnswer>((resolve, reject) => {
+      fail = (error) => {
+        reject(error);
+        request.destroy(error);
+      };
       request.on('error', (error) => reject(bodyError ?? error));
       request.on('response', (response) => {
         const chunks: Buffer[] = [];
@@ -84,7 +94,14 @@ export class HttpClient {
         },
       );
     }
-    return answer;
+    request.setTimeout(exchange.idleMs, () =>
+      fail(new TimeoutError(`nothing sent or received for ${seconds(exchange.idleMs)}`)),
+    );
+    const limit = setTimeout(
+      () => fail(new TimeoutError(`no complete answer within ${seconds(exchange.limitMs)}`)),
+      exchange.limitMs,
+    );
+    return answer.finally(() => clearTimeout(limit));
   }
 
   /** Closes the kept connections, so that the process can end at once. */
@@ -92,4 +109,8 @@ export class HttpClient {
     this.agents['http:'].destroy();
     this.agents['https:'].destroy();
   }
+}
+
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }

@@ -1,11 +1,12 @@
 import { bar } from './progress.js';
 import type { FileResult } from './scan-client.js';
+import { displayPath, escapeControl, jsonPath } from './scan-names.js';
 
 /** How one file ended. */
 export type Verdict = 'clean' | 'flagged' | 'error';
 
 export interface Outcome {
-  path: string;
+  path: Buffer;
   verdict: Verdict;
   /** The server's result, when it sent one (with `error` when the server could not decide). */
   result?: FileResult;
@@ -23,7 +24,7 @@ export function verdictOf(result: FileResult): Verdict {
 /** One NDJSON line: the server's result (or the local error) and the local path. */
 export function ndjsonLine(outcome: Outcome): string {
   const body = outcome.result ?? { error: outcome.error };
-  return JSON.stringify({ path: outcome.path, ...body });
+  return JSON.stringify({ path: jsonPath(outcome.path), ...body });
 }
 
 /** What the table shows beside a file: its findings, or why it has no verdict. */
@@ -36,9 +37,25 @@ export function detailOf(outcome: Outcome): string {
   return result.findings.map(String).join(', ');
 }
 
-/** The final table, in the walk's order; names and messages made safe for a terminal. */
-export function formatTable(outcomes: Outcome[]): string {
-  const rows = outcomes.map((o) => [o.verdict, printable(o.path), printable(detailOf(o))]);
+/** A line of the final table: what it shows of an outcome (not the whole result). */
+export interface TableRow {
+  verdict: Verdict;
+  /** The path and the detail, made safe for a terminal. */
+  path: string;
+  detail: string;
+}
+
+export function tableRow(outcome: Outcome): TableRow {
+  return {
+    verdict: outcome.verdict,
+    path: displayPath(outcome.path),
+    detail: printable(detailOf(outcome)),
+  };
+}
+
+/** The final table, in the order given. */
+export function formatTable(tableRows: TableRow[]): string {
+  const rows = tableRows.map((row) => [row.verdict, row.path, row.detail]);
   const header = ['RESULT', 'PATH', 'FINDINGS / ERROR'];
   const widths = [0, 1].map((column) =>
     Math.max(...[header, ...rows].map((row) => (row[column] ?? '').length)),
@@ -51,12 +68,12 @@ export function formatTable(outcomes: Outcome[]): string {
 }
 
 /**
- * Control characters shown escaped: a file name in a scanned folder is anyone's input, and one
- * with terminal escape sequences must not reach the terminal as such.
+ * Control characters shown escaped: a message may quote anyone's input (a name, a finding), and
+ * terminal escape sequences must not reach the terminal as such. Paths: displayPath.
  */
 export function printable(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => JSON.stringify(char).slice(1, -1));
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, escapeControl);
 }
 
 export function formatBytes(bytes: number): string {

@@ -1,20 +1,23 @@
 import { lstat, readdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
 import { compileGlob } from './glob.js';
+import { baseName, joinPath } from './scan-names.js';
 
-/** A regular file to scan, as found by the walk. */
+/**
+ * A regular file to scan, as found by the walk. Paths are bytes: a name need not be UTF-8, and
+ * as text two names could read alike (see scan-names.ts).
+ */
 export interface FoundFile {
-  path: string;
+  path: Buffer;
   size: number;
 }
 
 /** What the walk did not scan, and why: said on a line of its own, never silently. */
 export type WalkNotice =
-  | { kind: 'symlink'; path: string }
-  | { kind: 'special'; path: string; type: string }
-  | { kind: 'empty'; path: string }
-  | { kind: 'excluded'; path: string }
-  | { kind: 'error'; path: string; message: string };
+  | { kind: 'symlink'; path: Buffer }
+  | { kind: 'special'; path: Buffer; type: string }
+  | { kind: 'empty'; path: Buffer }
+  | { kind: 'excluded'; path: Buffer }
+  | { kind: 'error'; path: Buffer; message: string };
 
 export interface WalkOptions {
   /** `--exclude` patterns (see glob.ts). */
@@ -31,22 +34,22 @@ export interface WalkOptions {
  * FIFOs, sockets and devices are skipped (opening a FIFO would wait for a writer forever), and so
  * are empty files: the API refuses empty content (400), and nothing can hide in no bytes.
  */
-export async function walkPaths(paths: string[], options: WalkOptions): Promise<FoundFile[]> {
+export async function walkPaths(paths: Buffer[], options: WalkOptions): Promise<FoundFile[]> {
   const excluded = exclusionTest(options.exclude);
   const found: FoundFile[] = [];
   for (const root of paths) {
     // A path given on the command line is excluded only by a name pattern: it has no path
     // relative to itself.
-    if (excluded(basename(root), null)) {
+    if (excluded(baseName(root).toString('utf8'), null)) {
       options.onNotice({ kind: 'excluded', path: root });
       continue;
     }
     // Folders to read: their path and their path relative to the root they came from.
-    const stack: Array<{ path: string; relative: string }> = [];
-    const visit = async (path: string, relative: string | null) => {
+    const stack: Array<{ path: Buffer; relative: string }> = [];
+    const visit = async (path: Buffer, relative: string | null) => {
       let stats: Awaited<ReturnType<typeof lstat>>;
       try {
-        stats = await lstat(path);
+        stats = await lstat(relative === null ? ownEntry(path) : path);
       } catch (error) {
         options.onNotice({ kind: 'error', path, message: describeFsError(error) });
         return;
@@ -61,18 +64,20 @@ export async function walkPaths(paths: string[], options: WalkOptions): Promise<
     };
     await visit(root, null);
     for (let folder = stack.pop(); folder !== undefined; folder = stack.pop()) {
-      let names: string[];
+      let names: Buffer[];
       try {
-        names = (await readdir(folder.path)).sort();
+        names = (await readdir(folder.path, { encoding: 'buffer' })).sort(Buffer.compare);
       } catch (error) {
         options.onNotice({ kind: 'error', path: folder.path, message: describeFsError(error) });
         continue;
       }
       const before = stack.length;
       for (const name of names) {
-        const path = join(folder.path, name);
-        const relative = folder.relative === '' ? name : `${folder.relative}/${name}`;
-        if (excluded(name, relative)) options.onNotice({ kind: 'excluded', path });
+        const path = joinPath(folder.path, name);
+        // Patterns are text: a name that is not UTF-8 is matched with U+FFFD for its bad bytes.
+        const text = name.toString('utf8');
+        const relative = folder.relative === '' ? text : `${folder.relative}/${text}`;
+        if (excluded(text, relative)) options.onNotice({ kind: 'excluded', path });
         else await visit(path, relative);
       }
       // Sub-folders were pushed in name order: reverse them so the first is read first.
@@ -80,6 +85,21 @@ export async function walkPaths(paths: string[], options: WalkOptions): Promise<
     }
   }
   return found;
+}
+
+/**
+ * The entry a path given on the command line names itself: `link/` and `link/.` are the folder a
+ * link leads to, and lstat would follow it; without the trailing `/` (or `/.`) lstat sees the link.
+ */
+function ownEntry(path: Buffer): Buffer {
+  const text = path.toString('latin1');
+  let end = text.length;
+  for (;;) {
+    if (text.endsWith('/', end)) end -= 1;
+    else if (text.endsWith('/.', end)) end -= 2;
+    else break;
+  }
+  return end === 0 || end === text.length ? path : Buffer.from(text.slice(0, end), 'latin1');
 }
 
 /**

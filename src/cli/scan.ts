@@ -1,13 +1,17 @@
 import { type Command, type CommanderError, InvalidArgumentError } from 'commander';
 import { MAX_GLOB_LENGTH } from './glob.js';
 import { ApiClient, basicAuthorization, ScanError } from './scan-client.js';
+import { AmbiguousArgumentError, argumentBytes, displayPath } from './scan-names.js';
 import {
+  detailOf,
   formatBytes,
   formatTable,
   ndjsonLine,
   type Outcome,
   printable,
   ScanProgress,
+  type TableRow,
+  tableRow,
   type Verdict,
   verdictOf,
 } from './scan-report.js';
@@ -33,6 +37,7 @@ interface ScanOptions {
   exclude?: string[];
   json?: boolean;
   retries: number;
+  timeout: number;
 }
 
 /** A mistake in the command line or the environment: said, exit code 2. */
@@ -65,6 +70,12 @@ export function registerScanCommand(program: Command): void {
     .option('--exclude <glob>', 'skip entries that match (repeatable; see the docs)', glob)
     .option('--json', 'print one JSON result per line (NDJSON) instead of a table')
     .option('--retries <n>', 'retries after 429, 502 or 503, per request', integerIn(0, 20), 5)
+    .option(
+      '--timeout <seconds>',
+      'longest a request may be silent, or take in all (an upload 4 s more per MB)',
+      integerIn(1, 86400),
+      300,
+    )
     // Usage mistakes end with 2, as errors do: 1 means "flagged" to scripts.
     .exitOverride((error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : EXIT_ERROR))
     .action(async (paths: string[], options: ScanOptions) => {
@@ -89,11 +100,13 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
     throw new UsageError(`not an http or https URL: ${baseUrl}`);
   }
+  const roots = rootBytes(paths);
   const progress = new ScanProgress();
   const client = new ApiClient({
     baseUrl,
     authorization: authorizationFrom(options, process.env),
     retry: { retries: options.retries, maxWaitMs: MAX_RETRY_WAIT_MS },
+    timeoutMs: options.timeout * 1000,
     onRetry: (what, status, waitMs, attempt) =>
       progress.note(
         `retrying ${printable(what)} after HTTP ${status} in ${(waitMs / 1000).toFixed(1)} s ` +
@@ -104,22 +117,26 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
     // Fails fast, before a long walk, on an unreachable server or refused credentials.
     await client.ping();
     const startedAt = Date.now();
-    const outcomes: Outcome[] = [];
-    const report = (outcome: Outcome) => {
-      outcomes.push(outcome);
+    const counts: Record<Verdict, number> = { clean: 0, flagged: 0, error: 0 };
+    // The table's lines, kept for the end with their place in the walk's order. With --json
+    // nothing is kept: each result is printed as it arrives and forgotten.
+    const rows: Array<TableRow & { order: number }> = [];
+    const report = (outcome: Outcome, order: number) => {
+      counts[outcome.verdict] += 1;
       if (outcome.verdict === 'error') {
-        const detail = outcome.error ?? String(outcome.result?.error);
-        progress.note(`error: ${printable(outcome.path)}: ${printable(detail)}`);
+        progress.note(`error: ${displayPath(outcome.path)}: ${printable(detailOf(outcome))}`);
       }
       if (options.json) process.stdout.write(`${ndjsonLine(outcome)}\n`);
+      else rows.push({ ...tableRow(outcome), order });
     };
     const skipped: Skipped = { symlink: 0, special: 0, empty: 0, excluded: 0 };
-    const files = await walkPaths(paths, {
+    const files = await walkPaths(roots, {
       exclude: options.exclude ?? [],
       onProgress: (found) => progress.walking(found),
       onNotice: (notice) => {
         if (notice.kind === 'error') {
-          report({ path: notice.path, verdict: 'error', error: notice.message });
+          // The walk's own errors come first in the table.
+          report({ path: notice.path, verdict: 'error', error: notice.message }, -1);
           return;
         }
         skipped[notice.kind] += 1;
@@ -128,26 +145,29 @@ async function scan(paths: string[], options: ScanOptions): Promise<number> {
     });
     const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
     progress.start(files.length, totalBytes);
-    await scanFiles(client, files, options, (file, outcome) => {
-      report(outcome);
+    await scanFiles(client, files, options, (index, file, outcome) => {
+      report(outcome, index);
       progress.fileDone(file.size);
     });
     progress.finish();
 
-    const count = (verdict: Verdict) => outcomes.filter((o) => o.verdict === verdict).length;
     const summary =
       `${plural(files.length, 'file')} (${formatBytes(totalBytes)}) in ` +
-      `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${count('clean')} clean, ` +
-      `${count('flagged')} flagged, ${plural(count('error'), 'error')}${skippedText(skipped)}`;
+      `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${counts.clean} clean, ` +
+      `${counts.flagged} flagged, ${plural(counts.error, 'error')}${skippedText(skipped)}`;
     if (options.json) process.stderr.write(`${summary}\n`);
     else {
-      // The walk's order (results arrive in any order); the walk's own errors first.
-      const order = new Map(files.map((file, index) => [file.path, index]));
-      outcomes.sort((a, b) => (order.get(a.path) ?? -1) - (order.get(b.path) ?? -1));
-      process.stdout.write(`${formatTable(outcomes)}\n\n${summary}\n`);
+      // The walk's order: results arrive in any order.
+      rows.sort((a, b) => a.order - b.order);
+      process.stdout.write(`${formatTable(rows)}\n\n${summary}\n`);
     }
-    if (count('error') > 0) return EXIT_ERROR;
-    return count('flagged') > 0 ? EXIT_FLAGGED : EXIT_CLEAN;
+    // Nothing scanned is not "clean": every path may have been a link, excluded or empty.
+    if (files.length === 0) {
+      process.stderr.write('assay scan: no file was scanned\n');
+      return EXIT_ERROR;
+    }
+    if (counts.error > 0) return EXIT_ERROR;
+    return counts.flagged > 0 ? EXIT_FLAGGED : EXIT_CLEAN;
   } finally {
     client.close();
   }
@@ -158,7 +178,7 @@ async function scanFiles(
   client: ApiClient,
   files: FoundFile[],
   options: ScanOptions,
-  onDone: (file: FoundFile, outcome: Outcome) => void,
+  onDone: (index: number, file: FoundFile, outcome: Outcome) => void,
 ): Promise<void> {
   const metadata = options.metadata ?? [];
   const scanOne = async (file: FoundFile): Promise<Outcome> => {
@@ -177,8 +197,9 @@ async function scanFiles(
   };
   let next = 0;
   const worker = async () => {
-    for (let file = files[next++]; file !== undefined; file = files[next++]) {
-      onDone(file, await scanOne(file));
+    for (let index = next++; index < files.length; index = next++) {
+      const file = files[index];
+      if (file !== undefined) onDone(index, file, await scanOne(file));
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, files.length) }, worker));
@@ -193,6 +214,16 @@ function skippedText(skipped: Skipped): string {
     (skipped.empty > 0 ? `; ${plural(skipped.empty, 'empty file')} skipped` : '') +
     (skipped.excluded > 0 ? `; ${plural(skipped.excluded, 'entry', 'entries')} excluded` : '')
   );
+}
+
+/** The bytes of the paths given (see argumentBytes): a mistake there is a usage mistake. */
+function rootBytes(paths: string[]): Buffer[] {
+  try {
+    return argumentBytes(paths);
+  } catch (error) {
+    if (error instanceof AmbiguousArgumentError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** Basic credentials: flags before variables, and a token before a key at each level. */
@@ -212,7 +243,7 @@ function authorizationFrom(options: ScanOptions, env: NodeJS.ProcessEnv): string
 }
 
 function skipLine(notice: Exclude<WalkNotice, { kind: 'error' | 'excluded' }>): string {
-  const path = printable(notice.path);
+  const path = displayPath(notice.path);
   if (notice.kind === 'symlink')
     return `skipped: ${path} (a symbolic link: links are not followed)`;
   if (notice.kind === 'empty') return `skipped: ${path} (empty: the API refuses empty content)`;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { formatTable, printable, ScanProgress } from '../../src/cli/scan-report.js';
+import { formatTable, printable, ScanProgress, tableRow } from '../../src/cli/scan-report.js';
 
 /** A stand-in for stderr that records what is written; a terminal or not. */
 function stream(isTTY: boolean): NodeJS.WriteStream & { written: string[] } {
@@ -46,10 +46,15 @@ describe('assay scan output', () => {
 
   test('file names reach the terminal with their control characters escaped', () => {
     assert.equal(printable('evil\u001b]0;title\u0007.txt'), 'evil\\u001b]0;title\\u0007.txt');
+    assert.equal(printable('del\u007f c1\u009b'), 'del\\u007f c1\\u009b');
     const table = formatTable([
-      { path: 'a\nb', verdict: 'flagged', result: { findings: ['content.malicious.x'] } },
+      tableRow({
+        path: Buffer.from('a\nb'),
+        verdict: 'flagged',
+        result: { findings: ['content.malicious.x'] },
+      }),
     ]);
     assert.equal(table.split('\n').length, 2);
-    assert.match(table, /flagged {2}a\\nb +content\.malicious\.x/);
+    assert.match(table, /flagged {2}"a\\nb" +content\.malicious\.x/);
   });
 });

@@ -116,6 +116,8 @@ export interface CliRunOptions {
   timeoutMs?: number;
   /** Told the child's pid (with a wrapper: the wrapper's, which becomes the CLI's by exec). */
   onStart?(pid: number): void;
+  /** Told each piece of stdout as it arrives. */
+  onStdout?(chunk: Buffer): void;
 }
 
 /**
@@ -139,7 +141,10 @@ export function assayCliAsync(args: string[], options: CliRunOptions = {}): Prom
   if (child.pid !== undefined) options.onStart?.(child.pid);
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout.push(chunk);
+    options.onStdout?.(chunk);
+  });
   child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return new Promise((resolve, reject) => {
