@@ -107,4 +107,49 @@ describe('console abuse', () => {
     assert.equal(fine.status, 303);
     assert.match(fine.headers.get('location') ?? '', /^\/console\/files\//);
   });
+
+  test('a sign-in sent from another site is refused and leaves the signed-in session alone', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const victim = await signIn(svc.url, await addConsoleUser(svc.store, svc.accountId));
+    const other = await svc.createAccountKey();
+    const attacker = await addConsoleUser(svc.store, other.accountId);
+    const host = new URL(svc.url).host;
+    const crossSite: Array<Record<string, string>> = [
+      { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+      { origin: 'https://console.evil.example', 'sec-fetch-site': 'same-site' },
+      // A browser without Sec-Fetch-Site: the Origin tells.
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+    ];
+    for (const headers of crossSite) {
+      const answer = await fetch(`${svc.url}/console/sign-in`, {
+        method: 'POST',
+        headers: { ...headers, cookie: victim.cookie },
+        body: new URLSearchParams({ email: attacker.email, password: attacker.password }),
+        redirect: 'manual',
+      });
+      assert.equal(answer.status, 403, JSON.stringify(headers));
+      assert.equal(answer.headers.get('set-cookie'), null, 'no session replaced');
+      assert.match(await answer.text(), /sent from another site is refused/);
+    }
+    const page = await victim.get('/console');
+    assert.equal(page.status, 200, "the victim's own session goes on");
+    assert.ok((await page.text()).includes(svc.accountId), "and shows the victim's account");
+
+    // The console's own form, as a browser sends it.
+    const sameSite: Array<Record<string, string>> = [
+      { origin: `http://${host}`, 'sec-fetch-site': 'same-origin' },
+      { origin: `http://${host}` },
+      { 'sec-fetch-site': 'none' },
+    ];
+    for (const headers of sameSite) {
+      const answer = await fetch(`${svc.url}/console/sign-in`, {
+        method: 'POST',
+        headers,
+        body: new URLSearchParams({ email: attacker.email, password: attacker.password }),
+        redirect: 'manual',
+      });
+      assert.equal(answer.status, 303, JSON.stringify(headers));
+    }
+  });
 });

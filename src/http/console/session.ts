@@ -49,6 +49,25 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
   reply.header('set-cookie', attributes.join('; '));
 }
 
+/**
+ * Whether a browser says another site's page sent the request: Sec-Fetch-Site (every current
+ * browser sends it), else an Origin that is not this host (an opaque `null` origin included). A
+ * client that sends neither (curl, a script) is not a browser another site's page drives.
+ */
+export function fromAnotherSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site !== 'same-origin' && site !== 'none';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return false;
+  try {
+    const from = new URL(origin);
+    // The same scheme's URL of this host: a default port is dropped from both alike.
+    return from.host !== new URL(`${from.protocol}//${request.host}`).host;
+  } catch {
+    return true;
+  }
+}
+
 /** Sent to the sign-in page (a GET) or refused (anything else) when there is no session. */
 export class SignInRequired extends Error {}
 

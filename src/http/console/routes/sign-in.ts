@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { html } from '../html.js';
 import { notice, page } from '../layout.js';
-import { checkedForm, clearSessionCookie, sessionToken, setSessionCookie } from '../session.js';
+import {
+  checkedForm,
+  clearSessionCookie,
+  fromAnotherSite,
+  sessionToken,
+  setSessionCookie,
+} from '../session.js';
 
 /** Where to go after signing in: a console path only (never another site). */
 function nextPage(raw: string | null | undefined): string {
@@ -46,6 +52,15 @@ export default async function signIn(app: FastifyInstance) {
     const form = formOf(request);
     const email = form.get('email') ?? '';
     const next = nextPage(form.get('next'));
+    // Login CSRF: another site's form would sign the browser in to the attacker's session.
+    if (fromAnotherSite(request)) {
+      return reply
+        .code(403)
+        .type('text/html')
+        .send(
+          signInPage(next, 'Sign in from this page: a sign-in sent from another site is refused.'),
+        );
+    }
     const outcome = await access.signIn(email, form.get('password') ?? '', request.ip);
     if (!outcome.ok) {
       if (outcome.reason === 'limited') {
