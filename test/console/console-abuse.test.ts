@@ -2,8 +2,16 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, test } from 'node:test';
+import { ConsoleAccess } from '../../src/accounts/console-access.js';
+import { loadConfig } from '../../src/config.js';
 import { MAX_FIELD_BYTES } from '../../src/http/multipart-submission.js';
-import { addConsoleUser, type ConsoleClient, signIn } from '../helpers/console.js';
+import {
+  addConsoleUser,
+  type ConsoleClient,
+  mainText,
+  signIn,
+  signInAnswer,
+} from '../helpers/console.js';
 import { asBlob, randomContent } from '../helpers/content.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
@@ -151,5 +159,114 @@ describe('console abuse', () => {
       });
       assert.equal(answer.status, 303, JSON.stringify(headers));
     }
+  });
+
+  test("a stranger who empties a user's sign-in bucket keeps out strangers, not the owner's browser", async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_TRUST_PROXY: '127.0.0.1/32',
+    });
+    const login = await addConsoleUser(svc.store, svc.accountId);
+    const other = await addConsoleUser(svc.store, svc.accountId);
+    const from = (address: string, cookie?: string) => ({
+      'x-forwarded-for': address,
+      ...(cookie === undefined ? {} : { cookie }),
+    });
+    // The owner signed in once with this browser: it keeps a device cookie for the sign-in form.
+    const first = await signInAnswer(svc.url, login.email, login.password, from('10.1.0.1'));
+    assert.equal(first.status, 303);
+    const set = first.headers.getSetCookie().find((c) => c.startsWith('assay_console_device='));
+    assert.ok(set !== undefined, 'a device cookie is set');
+    assert.match(set, /; Path=\/console\/sign-in/);
+    assert.match(set, /; HttpOnly/);
+    assert.match(set, /; SameSite=Strict/);
+    const device = set.split(';')[0] ?? '';
+    const otherDevice = (
+      (await signInAnswer(svc.url, other.email, other.password, from('10.1.0.2'))).headers
+        .getSetCookie()
+        .find((c) => c.startsWith('assay_console_device=')) ?? ''
+    ).split(';')[0];
+
+    // Wrong passwords from many addresses, one each: the user's bucket runs dry.
+    const guesses: number[] = [];
+    for (let attempt = 0; attempt < 6; attempt++) {
+      const answer = await signInAnswer(
+        svc.url,
+        login.email,
+        'a wrong password',
+        from(`10.2.0.${attempt + 1}`),
+      );
+      guesses.push(answer.status);
+    }
+    assert.deepEqual(guesses.slice(-2), [429, 429]);
+    // Guessing stays bounded: a browser without the user's device cookie is held, right password
+    // or not, whatever cookie it shows instead.
+    for (const cookie of [
+      undefined,
+      otherDevice,
+      'assay_console_device=1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    ]) {
+      const held = await signInAnswer(
+        svc.url,
+        login.email,
+        login.password,
+        from('10.3.0.1', cookie),
+      );
+      assert.equal(held.status, 429, `cookie ${cookie}`);
+      assert.match(mainText(await held.text()), /Too many sign-in attempts/);
+    }
+    // The owner's browser signs in, from an address never seen before too.
+    const owner = await signInAnswer(
+      svc.url,
+      login.email,
+      login.password,
+      from('10.4.0.1', device),
+    );
+    assert.equal(owner.status, 303, "the owner's browser is not held by the user's bucket");
+    assert.match(owner.headers.get('set-cookie') ?? '', /assay_console=[^;]+/);
+    const wrong = await signInAnswer(
+      svc.url,
+      login.email,
+      'a wrong password',
+      from('10.4.0.1', device),
+    );
+    assert.equal(wrong.status, 401, 'a wrong password from it is still wrong');
+
+    // A new password ends the browsers' device tokens with the sessions.
+    await new ConsoleAccess(svc.store, loadConfig({}).console).resetPassword(
+      login.email,
+      'the owner changed it',
+    );
+    const after = await signInAnswer(
+      svc.url,
+      login.email,
+      'the owner changed it',
+      from('10.4.0.1', device),
+    );
+    assert.equal(after.status, 429, 'the old device token is gone with the old password');
+  });
+
+  test('sign-in attempts from one IPv6 /64 share one bucket, whatever the interface ids', async (t) => {
+    const svc = await buildService(t, {
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_TRUST_PROXY: '127.0.0.1/32',
+    });
+    // At once, so the bucket's refill (one every 6 s) cannot let more through on a slow machine:
+    // each attempt takes its token before its password hash.
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, async (_, attempt) => {
+        const answer = await signInAnswer(svc.url, `nobody${attempt}@example.com`, 'a guess', {
+          'x-forwarded-for': `2001:db8:5:6:${(attempt + 1).toString(16)}::${attempt + 7}`,
+        });
+        return answer.status;
+      }),
+    );
+    const refused = statuses.filter((status) => status === 429).length;
+    assert.ok(refused >= 8, `${refused} of 20 refused: ${statuses.join(' ')}`);
+    assert.equal(refused + statuses.filter((status) => status === 401).length, 20);
+    const nextDoor = await signInAnswer(svc.url, 'nobody@example.com', 'a guess', {
+      'x-forwarded-for': '2001:db8:5:7::1',
+    });
+    assert.equal(nextDoor.status, 401, 'another /64 is another client');
   });
 });

@@ -1,11 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEVICE_MS } from '../../../accounts/console-access.js';
+import { failureBucketOf } from '../../plugins/client-address.js';
 import { html } from '../html.js';
 import { notice, page } from '../layout.js';
 import {
   checkedForm,
   clearSessionCookie,
+  deviceToken,
   fromAnotherSite,
   sessionToken,
+  setDeviceCookie,
   setSessionCookie,
 } from '../session.js';
 
@@ -61,7 +65,10 @@ export default async function signIn(app: FastifyInstance) {
           signInPage(next, 'Sign in from this page: a sign-in sent from another site is refused.'),
         );
     }
-    const outcome = await access.signIn(email, form.get('password') ?? '', request.ip);
+    const outcome = await access.signIn(email, form.get('password') ?? '', {
+      client: failureBucketOf(request.ip),
+      device: deviceToken(request),
+    });
     if (!outcome.ok) {
       if (outcome.reason === 'limited') {
         reply.header('retry-after', String(outcome.retryAfterSeconds));
@@ -82,6 +89,7 @@ export default async function signIn(app: FastifyInstance) {
         .send(signInPage(next, 'The e-mail address or the password is wrong.', email));
     }
     setSessionCookie(request, reply, outcome.token, sessionMs);
+    setDeviceCookie(request, reply, outcome.deviceToken, DEVICE_MS);
     return reply.redirect(next, 303);
   });
 
