@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { ConsoleAccess } from '../../src/accounts/console-access.js';
 import { loadConfig } from '../../src/config.js';
 import { MAX_FIELD_BYTES } from '../../src/http/multipart-submission.js';
+import { assayCli } from '../helpers/cli.js';
 import {
   addConsoleUser,
   type ConsoleClient,
@@ -13,7 +14,7 @@ import {
   signInAnswer,
 } from '../helpers/console.js';
 import { asBlob, randomContent } from '../helpers/content.js';
-import { buildService, useSharedClamd } from '../helpers/service.js';
+import { buildService, credentialsRefreshed, useSharedClamd } from '../helpers/service.js';
 
 // What a hostile client of the console tries (issue 39): memory, lock-outs, limits, login CSRF.
 
@@ -268,5 +269,67 @@ describe('console abuse', () => {
       'x-forwarded-for': '2001:db8:5:7::1',
     });
     assert.equal(nextDoor.status, 401, 'another /64 is another client');
+  });
+
+  test('a rate limit the operator set is a ceiling: the console shows it and can lower it, never raise it', async (t) => {
+    const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket });
+    const operator = assayCli(svc.dataDir, [
+      'admin',
+      'key',
+      'update',
+      svc.keyId,
+      '--rate-limit',
+      '5',
+    ]);
+    assert.equal(operator.status, 0, operator.stderr);
+    await credentialsRefreshed();
+    const client = await signIn(svc.url, await addConsoleUser(svc.store, svc.accountId));
+    const save = (rate: string) =>
+      client.post(`/console/keys/${svc.keyId}/update`, { category: 'MALWARE', rate });
+    for (const rate of ['0', '6', '1000000']) {
+      const refused = await save(rate);
+      assert.equal(refused.status, 400, `rate ${rate}`);
+      assert.match(
+        mainText(await refused.text()),
+        /at most 5 requests per second: that limit is set by the service's operator/,
+      );
+    }
+    // The key's page says why.
+    const keyPage = mainText(await (await client.get(`/console/keys/${svc.keyId}`)).text());
+    assert.match(
+      keyPage,
+      /Ceiling 5 requests per second, 10 at once \(this key's, set by the service's operator/,
+    );
+    assert.match(keyPage, /at most 5\)/);
+    await credentialsRefreshed();
+    // The key's pings are still held at the operator's 5/s (a burst of 10).
+    const pings = await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const answer = await fetch(`${svc.url}/v2.2/ping`, {
+          headers: { authorization: svc.auth },
+        });
+        return answer.status;
+      }),
+    );
+    assert.ok(pings.filter((status) => status === 429).length > 0, `no 429: ${pings.join(' ')}`);
+
+    // Lower is the account's to choose; it stays under a ceiling raised later.
+    const lowered = await save('1');
+    assert.equal(lowered.status, 303);
+    const raised = assayCli(svc.dataDir, [
+      'admin',
+      'key',
+      'update',
+      svc.keyId,
+      '--rate-limit',
+      '50',
+    ]);
+    assert.equal(raised.status, 0, raised.stderr);
+    await credentialsRefreshed();
+    const ping = await fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: svc.auth } });
+    assert.equal(ping.headers.get('x-ratelimit-limit'), '2', "the account's own: 1/s, 2 at once");
+    const lowerPage = mainText(await (await client.get(`/console/keys/${svc.keyId}`)).text());
+    assert.match(lowerPage, /Rate limit 1 requests per second, 2 at once/);
+    assert.match(lowerPage, /Ceiling 50 requests per second, 100 at once/);
   });
 });
