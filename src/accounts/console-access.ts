@@ -39,7 +39,7 @@ export interface ConsoleAccessOptions {
 
 // Sign-in attempts, failed or not, allowed per client (its address; IPv6: its /64) and per e-mail
 // address: a burst, then one every so often (shared by every process through the store's token
-// buckets). A browser that signed in as the user before skips the per-user bucket (see signIn).
+// buckets). A browser that signed in as the user before has a per-user bucket of its own.
 const ADDRESS_LIMIT = { rate: 1 / 6, burst: 10 };
 const USER_LIMIT = { rate: 1 / 60, burst: 5 };
 /** How long a browser that signed in is known by its device token. */
@@ -121,11 +121,12 @@ export class ConsoleAccess {
 
   /**
    * Checks a sign-in. Every attempt draws on its client's bucket (`client`: an address, an IPv6
-   * /64), which bounds guessing from one place. It draws on the user's bucket too, which bounds
-   * guessing one password from many places, unless the browser shows the device token of an
-   * earlier sign-in as this user (`device`): someone who only knows the e-mail address can empty
-   * that bucket, and would otherwise keep the owner out. Unknown e-mail addresses and wrong
-   * passwords take the same steps (a bucket, a hash) and get the same answer.
+   * /64), which bounds guessing from one place, and on the user's, which bounds guessing one
+   * password from many places. A browser that shows the device token of an earlier sign-in as
+   * this user (`device`) draws on a second bucket of the user's instead: someone who only knows
+   * the e-mail address can empty the first, and would otherwise keep the owner out. Unknown
+   * e-mail addresses and wrong passwords take the same steps (two buckets, a hash) and get the
+   * same answer.
    */
   async signIn(
     emailGiven: string,
@@ -147,9 +148,9 @@ export class ConsoleAccess {
     const user = await this.store.users.findForSignIn(email);
     const known =
       user !== null && deviceTokenMatches(from.device, user.email, user.passwordHash, now);
-    if (!known && (await leased(`signin-user:${sha256(email)}`, USER_LIMIT)).granted === 0) {
-      return limited(USER_LIMIT);
-    }
+    // The user's browsers have a bucket of their own: only one of them can empty it.
+    const userBucket = `${known ? 'signin-known' : 'signin-user'}:${sha256(email)}`;
+    if ((await leased(userBucket, USER_LIMIT)).granted === 0) return limited(USER_LIMIT);
     // An unknown e-mail address costs a hash too: the answer's time does not tell who exists.
     const matches = await verifyPassword(user?.passwordHash ?? UNKNOWN_USER_HASH, password);
     if (user === null || !matches) return { ok: false, reason: 'wrong' };

@@ -232,6 +232,18 @@ describe('console abuse', () => {
       from('10.4.0.1', device),
     );
     assert.equal(wrong.status, 401, 'a wrong password from it is still wrong');
+    // Guesses with the owner's cookie (a stolen cookie jar) are bounded by a bucket of their own.
+    const withCookie: number[] = [];
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const answer = await signInAnswer(
+        svc.url,
+        login.email,
+        'a wrong password',
+        from(`10.5.0.${attempt + 1}`, device),
+      );
+      withCookie.push(answer.status);
+    }
+    assert.deepEqual(withCookie, [401, 401, 401, 429]);
 
     // A new password ends the browsers' device tokens with the sessions.
     await new ConsoleAccess(svc.store, loadConfig({}).console).resetPassword(
