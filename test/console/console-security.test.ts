@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { ConsoleAccess } from '../../src/accounts/console-access.js';
 import { loadConfig } from '../../src/config.js';
-import { addConsoleUser, mainText, signIn } from '../helpers/console.js';
+import { addConsoleUser, mainText, signIn, signInAnswer } from '../helpers/console.js';
 import { basic, buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -21,20 +21,6 @@ const ACTIONS = [
   '/console/tokens/0123456789abcdef0123456789abcdef/revoke',
   '/console/sign-out',
 ];
-
-async function signInAnswer(
-  url: string,
-  email: string,
-  password: string,
-  headers: Record<string, string> = {},
-) {
-  return fetch(`${url}/console/sign-in`, {
-    method: 'POST',
-    headers,
-    body: new URLSearchParams({ email, password }),
-    redirect: 'manual',
-  });
-}
 
 describe('console security', () => {
   test('no page or action without a session; a state change without the CSRF token is refused', async (t) => {
