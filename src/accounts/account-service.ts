@@ -34,8 +34,10 @@ export interface Principal {
   balanceExhausted: boolean;
   /** The account enforces its balance: a sync item's credit is taken before its body is read. */
   balanceEnforced: boolean;
-  /** The key's own rate limit; null: the service default. */
+  /** The operator's limit for the key (its ceiling); null: the service default. */
   rateLimit: KeyRateLimit | null;
+  /** The account's own limit for the key, applied under the ceiling; null: none. */
+  accountRateLimit: KeyRateLimit | null;
 }
 
 /** Token lifetimes in seconds: default and bounds. */
@@ -141,6 +143,7 @@ export class AccountService {
       creationDate: now(),
       lastSeenDate: null,
       rateLimit: null,
+      accountRateLimit: null,
     };
     await this.store.apiKeys.insert(key);
     return { key, secret };
@@ -210,6 +213,7 @@ export class AccountService {
       balanceExhausted: account.enforceBalance && account.balance <= 0,
       balanceEnforced: account.enforceBalance,
       rateLimit: key.rateLimit,
+      accountRateLimit: key.accountRateLimit,
     };
   }
 
@@ -357,14 +361,17 @@ export class AccountService {
     return this.setKeyActive(id, active);
   }
 
-  /** Replaces the account's key's tags, categories or rate limit; false when it has no such key. */
+  /**
+   * Replaces the account's key's tags, categories or its own rate limit (see accountRateLimit: the
+   * operator's stays its ceiling); false when it has no such key.
+   */
   async updateAccountKey(
     accountId: string,
     id: string,
     changes: {
       tags?: string[];
       detectionCategories?: DetectionCategory[];
-      rateLimit?: KeyRateLimit | null;
+      accountRateLimit?: KeyRateLimit | null;
     },
   ): Promise<boolean> {
     if ((await this.keyOf(accountId, id)) === null) return false;

@@ -20,7 +20,13 @@ export interface ConsoleSession {
 }
 
 export type SignInOutcome =
-  | { ok: true; token: string; session: ConsoleSession }
+  | {
+      ok: true;
+      token: string;
+      session: ConsoleSession;
+      /** The browser's proof that it signed in as this user: kept in a cookie for DEVICE_MS. */
+      deviceToken: string;
+    }
   | { ok: false; reason: 'wrong' }
   | { ok: false; reason: 'limited'; retryAfterSeconds: number };
 
@@ -31,10 +37,14 @@ export interface ConsoleAccessOptions {
   idleMs: number;
 }
 
-// Sign-in attempts, failed or not, allowed per client address and per e-mail address: a burst,
-// then one every so often (shared by every process through the store's token buckets).
+// Sign-in attempts, failed or not, allowed per client (its address; IPv6: its /64) and per e-mail
+// address: a burst, then one every so often (shared by every process through the store's token
+// buckets). A browser that signed in as the user before has a per-user bucket of its own.
 const ADDRESS_LIMIT = { rate: 1 / 6, burst: 10 };
 const USER_LIMIT = { rate: 1 / 60, burst: 5 };
+/** How long a browser that signed in is known by its device token. */
+export const DEVICE_MS = 90 * 24 * 3600 * 1000;
+const DEVICE_TOKEN = /^(\d{1,15})\.([\w-]{22})\.([\w-]{43})$/;
 // A session's last use is written at most this often (most page views cost no write), and at
 // most a quarter of the idle timeout after the last write: a session used more often than every
 // three quarters of the timeout never ends idle, however short the timeout.
@@ -145,19 +155,38 @@ export class ConsoleAccess {
     });
   }
 
-  async signIn(emailGiven: string, password: string, address: string): Promise<SignInOutcome> {
+  /**
+   * Checks a sign-in. Every attempt draws on its client's bucket (`client`: an address, an IPv6
+   * /64), which bounds guessing from one place, and on the user's, which bounds guessing one
+   * password from many places. A browser that shows the device token of an earlier sign-in as
+   * this user (`device`) draws on a second bucket of the user's instead: someone who only knows
+   * the e-mail address can empty the first, and would otherwise keep the owner out. Unknown
+   * e-mail addresses and wrong passwords take the same steps (two buckets, a hash) and get the
+   * same answer.
+   */
+  async signIn(
+    emailGiven: string,
+    password: string,
+    from: { client: string; device: string },
+  ): Promise<SignInOutcome> {
     const email = normalizeEmail(emailGiven).slice(0, 500);
     const now = this.clock();
-    for (const [name, limit] of [
-      [`signin-addr:${address}`, ADDRESS_LIMIT],
-      [`signin-user:${sha256(email)}`, USER_LIMIT],
-    ] as const) {
-      const lease = await this.store.rateBuckets.lease(name, limit, 1, now);
-      if (lease.granted === 0) {
-        return { ok: false, reason: 'limited', retryAfterSeconds: Math.ceil(1 / limit.rate) };
-      }
+    const limited = (limit: { rate: number }): SignInOutcome => ({
+      ok: false,
+      reason: 'limited',
+      retryAfterSeconds: Math.ceil(1 / limit.rate),
+    });
+    const leased = (name: string, limit: { rate: number; burst: number }) =>
+      this.store.rateBuckets.lease(name, limit, 1, now);
+    if ((await leased(`signin-addr:${from.client}`, ADDRESS_LIMIT)).granted === 0) {
+      return limited(ADDRESS_LIMIT);
     }
     const user = await this.store.users.findForSignIn(email);
+    const known =
+      user !== null && deviceTokenMatches(from.device, user.email, user.passwordHash, now);
+    // The user's browsers have a bucket of their own: only one of them can empty it.
+    const userBucket = `${known ? 'signin-known' : 'signin-user'}:${sha256(email)}`;
+    if ((await leased(userBucket, USER_LIMIT)).granted === 0) return limited(USER_LIMIT);
     // An unknown e-mail address costs a hash too: the answer's time does not tell who exists.
     const matches = await verifyPassword(user?.passwordHash ?? UNKNOWN_USER_HASH, password);
     if (user === null || !matches) return { ok: false, reason: 'wrong' };
@@ -177,7 +206,12 @@ export class ConsoleAccess {
       await store.users.recordLogin(user.accountId, user.email, date);
     });
     const sessionUser = { accountId: user.accountId, email: user.email, operator: user.operator };
-    return { ok: true, token, session: { user: sessionUser, csrfToken: csrfTokenOf(token) } };
+    return {
+      ok: true,
+      token,
+      session: { user: sessionUser, csrfToken: csrfTokenOf(token) },
+      deviceToken: deviceTokenOf(user.email, user.passwordHash, now),
+    };
   }
 
   /** The session the cookie's `token` names, if it is still on; its use is noted. */
@@ -216,6 +250,37 @@ export class ConsoleAccess {
     const now = this.clock();
     return this.store.consoleSessions.deleteExpired(now, now - this.options.idleMs);
   }
+}
+
+/**
+ * `<issued (s)>.<nonce>.<mac>`: a MAC keyed with the user's password hash (a secret only the
+ * store holds), so it needs no storage, only this user's browser has one, and a new password
+ * ends every one of them.
+ */
+function deviceTokenOf(email: string, passwordHash: string, now: number, nonce?: string): string {
+  const issued = Math.floor(now / 1000);
+  const random = nonce ?? randomBytes(16).toString('base64url');
+  const mac = createHmac('sha256', passwordHash)
+    .update(`assay-console-device\n${email}\n${issued}\n${random}`)
+    .digest('base64url');
+  return `${issued}.${random}.${mac}`;
+}
+
+/** Whether `given` is an unexpired device token of the user (compared in constant time). */
+function deviceTokenMatches(
+  given: string,
+  email: string,
+  passwordHash: string,
+  now: number,
+): boolean {
+  const parts = DEVICE_TOKEN.exec(given);
+  if (parts === null) return false;
+  const issuedMs = Number(parts[1]) * 1000;
+  // A minute ahead is another node's clock, not a forgery (which the MAC refuses anyway).
+  if (issuedMs > now + 60_000 || now - issuedMs > DEVICE_MS) return false;
+  const expected = Buffer.from(deviceTokenOf(email, passwordHash, issuedMs, parts[2]));
+  const actual = Buffer.from(given);
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 /** The CSRF token of a session: an HMAC of its secret, so it needs no storage of its own. */

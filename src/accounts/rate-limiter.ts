@@ -72,3 +72,25 @@ export class TokenBuckets {
     }
   }
 }
+
+/**
+ * The limit a key's requests get: the stricter of its ceiling (the operator's limit for it, else
+ * the service's default) and the limit its account set itself. Rate 0 is no limit.
+ */
+export function appliedRateLimit(ceiling: KeyRateLimit, own: KeyRateLimit | null): KeyRateLimit {
+  if (own === null || own.rate === 0) return ceiling;
+  if (ceiling.rate === 0) return own;
+  return { rate: Math.min(ceiling.rate, own.rate), burst: Math.min(ceiling.burst, own.burst) };
+}
+
+/**
+ * The account's own limit of `rate` requests per second (0: none) under `ceiling`: its burst is
+ * twice the rate, within the ceiling's. Null when it would let more through than the ceiling: the
+ * account can lower the operator's limit, never raise it.
+ */
+export function accountRateLimit(rate: number, ceiling: KeyRateLimit): KeyRateLimit | null {
+  const burst = Math.max(1, Math.ceil(rate * 2));
+  if (ceiling.rate === 0) return { rate, burst };
+  if (rate === 0 || rate > ceiling.rate) return null;
+  return { rate, burst: Math.min(burst, ceiling.burst) };
+}

@@ -57,7 +57,10 @@ export function registerKeyCommands(admin: Command): void {
             (k) =>
               `${k.id}  account=${k.accountId}  ${k.active ? 'active' : 'disabled'}  ` +
               `categories=${k.detectionCategories.join(',') || '(none)'}  ` +
-              `rate=${k.rateLimit === null ? 'default' : `${k.rateLimit.rate}/s burst ${k.rateLimit.burst}`}`,
+              `rate=${k.rateLimit === null ? 'default' : `${k.rateLimit.rate}/s burst ${k.rateLimit.burst}`}` +
+              (k.accountRateLimit === null
+                ? ''
+                : `  account's own rate=${k.accountRateLimit.rate}/s burst ${k.accountRateLimit.burst}`),
           )
           .join('\n');
         print(options.json, keys, text);
@@ -94,7 +97,11 @@ export function registerKeyCommands(admin: Command): void {
       category,
       [],
     )
-    .option('--rate-limit <per-second>', "the key's own requests per second (0: none)", rate)
+    .option(
+      '--rate-limit <per-second>',
+      "the key's requests per second (0: none); the account can lower it in the console, not raise it",
+      rate,
+    )
     .option(
       '--rate-burst <requests>',
       'requests at once (default: twice the rate, at least 1)',

@@ -46,8 +46,13 @@ export interface ApiKey {
   detectionCategories: DetectionCategory[];
   creationDate: string;
   lastSeenDate: string | null;
-  /** The key's own rate limit; null: the service's default applies. */
+  /**
+   * The operator's limit for the key (`admin key update`); null: the service's default. Either is
+   * the key's ceiling.
+   */
   rateLimit: KeyRateLimit | null;
+  /** The limit the account set itself (the console); only the stricter of it and the ceiling applies. */
+  accountRateLimit: KeyRateLimit | null;
 }
 
 export interface KeyRateLimit {

@@ -154,6 +154,19 @@ export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number)
 const MALFORMED = 'malformed multipart body';
 
 /**
+ * What one upload's parts may hold: busboy counts them as they stream, so text fields buffer at
+ * most MAX_FIELD_BYTES each and a part too many ends the body with 413. One byte over the file
+ * size reaches the consumer, which refuses it with 413.
+ */
+export function uploadPartLimits(maxFileSize: number) {
+  return {
+    fileSize: maxFileSize + 1,
+    fieldSize: MAX_FIELD_BYTES,
+    fields: MAX_METADATA_ENTRIES + 10,
+  };
+}
+
+/**
  * Walks a multipart upload: text fields are collected, the one `file` part is handed to `onFile`
  * as it streams (fields may come before or after it), other file parts are skipped unread.
  */
@@ -175,14 +188,7 @@ export async function readUploadForm<T>(
   );
   let file: { value: T } | null = null;
   const parts = fromClient(
-    request.parts({
-      // One byte over the limit reaches the consumer, which refuses it with 413.
-      limits: {
-        fileSize: options.maxFileSize + 1,
-        fieldSize: MAX_FIELD_BYTES,
-        fields: MAX_METADATA_ENTRIES + 10,
-      },
-    }),
+    request.parts({ limits: uploadPartLimits(options.maxFileSize) }),
     MALFORMED,
   );
   for await (const part of parts) {

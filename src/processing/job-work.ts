@@ -48,6 +48,7 @@ export class JobSubmissions {
         balanceEnforced: false,
         // Rate limits apply to requests; the job's request was already counted.
         rateLimit: null,
+        accountRateLimit: null,
       },
       version: job.apiVersion as SubmissionVersion,
       metadata: job.metadata,

@@ -12,11 +12,13 @@ function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {
     detectionCategories: JSON.parse(row.detection_categories) as DetectionCategory[],
     creationDate: row.creation_date,
     lastSeenDate: row.last_seen_date,
-    rateLimit:
-      row.rate_limit === null || row.rate_burst === null
-        ? null
-        : { rate: row.rate_limit, burst: row.rate_burst },
+    rateLimit: limitOf(row.rate_limit, row.rate_burst),
+    accountRateLimit: limitOf(row.account_rate_limit, row.account_rate_burst),
   };
+}
+
+function limitOf(rate: number | null, burst: number | null): KeyRateLimit | null {
+  return rate === null || burst === null ? null : { rate, burst };
 }
 
 export class ApiKeyRepository {
@@ -36,6 +38,8 @@ export class ApiKeyRepository {
         last_seen_date: key.lastSeenDate,
         rate_limit: key.rateLimit?.rate ?? null,
         rate_burst: key.rateLimit?.burst ?? null,
+        account_rate_limit: key.accountRateLimit?.rate ?? null,
+        account_rate_burst: key.accountRateLimit?.burst ?? null,
       })
       .execute();
   }
@@ -69,8 +73,10 @@ export class ApiKeyRepository {
     changes: {
       tags?: string[];
       detectionCategories?: DetectionCategory[];
-      /** null returns the key to the service default. */
+      /** The operator's: null returns the key to the service default. */
       rateLimit?: KeyRateLimit | null;
+      /** The account's own: null, none. */
+      accountRateLimit?: KeyRateLimit | null;
     },
   ): Promise<boolean> {
     if (Object.values(changes).every((value) => value === undefined)) {
@@ -88,6 +94,12 @@ export class ApiKeyRepository {
           : {
               rate_limit: changes.rateLimit?.rate ?? null,
               rate_burst: changes.rateLimit?.burst ?? null,
+            }),
+        ...(changes.accountRateLimit === undefined
+          ? {}
+          : {
+              account_rate_limit: changes.accountRateLimit?.rate ?? null,
+              account_rate_burst: changes.accountRateLimit?.burst ?? null,
             }),
       })
       .where('id', '=', id)

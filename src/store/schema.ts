@@ -29,9 +29,12 @@ export interface ApiKeysTable {
   detection_categories: string;
   creation_date: string;
   last_seen_date: string | null;
-  /** Requests per second of the key's own limit; null: the service default. */
+  /** Requests per second of the operator's limit for the key (a ceiling); null: the service default. */
   rate_limit: number | null;
   rate_burst: number | null;
+  /** The account's own limit (the console), applied under the ceiling; null: none. */
+  account_rate_limit: number | null;
+  account_rate_burst: number | null;
 }
 
 export interface FilesTable {

@@ -46,6 +46,21 @@ export interface ConsoleClient {
   ): Promise<Response>;
 }
 
+/** One sign-in attempt's answer, redirects not followed (`headers`: a cookie, an address...). */
+export function signInAnswer(
+  baseUrl: string,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${baseUrl}/console/sign-in`, {
+    method: 'POST',
+    headers,
+    body: new URLSearchParams({ email, password }),
+    redirect: 'manual',
+  });
+}
+
 /** Signs in over HTTP as a browser would (no redirects followed: the test sees each answer). */
 export async function signIn(baseUrl: string, login: ConsoleLogin): Promise<ConsoleClient> {
   const answer = await fetch(`${baseUrl}/console/sign-in`, {

@@ -58,6 +58,7 @@ export async function addAccount(
     creationDate: now,
     lastSeenDate: null,
     rateLimit: null,
+    accountRateLimit: null,
   });
 }
 

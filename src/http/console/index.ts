@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ConsoleSession } from '../../accounts/console-access.js';
 import { isStoreUnavailable } from '../../domain/failures.js';
 import { HttpError } from '../http-error.js';
+import { uploadPartLimits } from '../multipart-submission.js';
 import { MAX_FORM_BYTES } from '../request-body.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { html } from './html.js';
@@ -63,7 +64,11 @@ export default async function consoleRoutes(app: FastifyInstance) {
     { parseAs: 'string', bodyLimit: MAX_FORM_BYTES },
     (_request, body, done) => done(null, new URLSearchParams(String(body))),
   );
-  await app.register(multipart);
+  // Bounded like the API's uploads, for any multipart form of the console (not busboy's defaults:
+  // 1,000 fields of 1 MiB each, buffered).
+  await app.register(multipart, {
+    limits: uploadPartLimits(app.services.config.maxFileSize),
+  });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof SignInRequired) {

@@ -3,16 +3,28 @@ import { type ConsoleSession, csrfMatches } from '../../accounts/console-access.
 import { HttpError } from '../http-error.js';
 
 export const SESSION_COOKIE = 'assay_console';
+/** A browser that signed in before (its device token): sent to the sign-in form only. */
+const DEVICE_COOKIE = 'assay_console_device';
 
-/** The cookie's value, read from a bounded header (no cookie library needed for one name). */
-export function sessionToken(request: FastifyRequest): string {
+/** A cookie's value, read from a bounded header (no cookie library needed for two names). */
+function cookie(request: FastifyRequest, wanted: string): string {
   const header = request.headers.cookie;
   if (typeof header !== 'string' || header.length > 8192) return '';
   for (const part of header.split(';')) {
     const [name, ...value] = part.trim().split('=');
-    if (name === SESSION_COOKIE) return value.join('=');
+    if (name === wanted) return value.join('=');
   }
   return '';
+}
+
+/** The session cookie's value. */
+export function sessionToken(request: FastifyRequest): string {
+  return cookie(request, SESSION_COOKIE);
+}
+
+/** The device token of an earlier sign-in in this browser, if it sent one. */
+export function deviceToken(request: FastifyRequest): string {
+  return cookie(request, DEVICE_COOKIE);
 }
 
 /** Under TLS, or behind a trusted proxy that says the client used https. */
@@ -37,6 +49,24 @@ export function setSessionCookie(
   reply.header('set-cookie', attributes.join('; '));
 }
 
+/** Remembers that this browser signed in (its device token), for the sign-in form alone. */
+export function setDeviceCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  maxAgeMs: number,
+) {
+  const attributes = [
+    `${DEVICE_COOKIE}=${token}`,
+    'Path=/console/sign-in',
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${Math.floor(maxAgeMs / 1000)}`,
+    ...(secure(request) ? ['Secure'] : []),
+  ];
+  reply.header('set-cookie', attributes.join('; '));
+}
+
 export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
   const attributes = [
     `${SESSION_COOKIE}=`,
@@ -47,6 +77,25 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
     ...(secure(request) ? ['Secure'] : []),
   ];
   reply.header('set-cookie', attributes.join('; '));
+}
+
+/**
+ * Whether a browser says another site's page sent the request: Sec-Fetch-Site (every current
+ * browser sends it), else an Origin that is not this host (an opaque `null` origin included). A
+ * client that sends neither (curl, a script) is not a browser another site's page drives.
+ */
+export function fromAnotherSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site !== 'same-origin' && site !== 'none';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return false;
+  try {
+    const from = new URL(origin);
+    // The same scheme's URL of this host: a default port is dropped from both alike.
+    return from.host !== new URL(`${from.protocol}//${request.host}`).host;
+  } catch {
+    return true;
+  }
 }
 
 /** Sent to the sign-in page (a GET) or refused (anything else) when there is no session. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../accounts/account-service.js';
-import type { RateDecision } from '../../accounts/rate-limiter.js';
+import { appliedRateLimit, type RateDecision } from '../../accounts/rate-limiter.js';
 import { BalanceSpentError } from '../../processing/errors.js';
 import { HttpError } from '../http-error.js';
 import { failureBucketOf } from './client-address.js';
@@ -62,7 +62,7 @@ export const authentication = fp(async (app: FastifyInstance) => {
             : 'invalid credentials, or the key is disabled',
         );
       }
-      const limit = principal.rateLimit ?? rateLimit;
+      const limit = appliedRateLimit(principal.rateLimit ?? rateLimit, principal.accountRateLimit);
       const decision = await limits.takeKeyRequest(principal.keyId, limit);
       if (limit.rate > 0) {
         reply.header('x-ratelimit-limit', decision.limit);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ConsoleSession } from '../../../accounts/console-access.js';
+import { accountRateLimit, appliedRateLimit } from '../../../accounts/rate-limiter.js';
 import {
   parseTokenCursor,
   type ShownToken,
@@ -40,15 +41,29 @@ function categoriesOf(form: URLSearchParams): DetectionCategory[] {
   return categories;
 }
 
-/** Empty: the service's default; else requests per second (burst twice that, at least 1). */
-function rateLimitOf(form: URLSearchParams): KeyRateLimit | null {
+/**
+ * The account's own limit: empty, none (the ceiling applies); else requests per second, at most
+ * the ceiling's (the operator's limit for the key, or the service's default).
+ */
+function rateLimitOf(form: URLSearchParams, ceiling: KeyRateLimit): KeyRateLimit | null {
   const raw = (form.get('rate') ?? '').trim();
   if (raw === '') return null;
   const rate = /^\d{1,7}(?:\.\d{1,3})?$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(rate >= 0 && rate <= 1_000_000)) {
-    throw new HttpError(400, 'the rate limit is a number of requests per second (0: none)');
+    throw new HttpError(400, 'the rate limit is a number of requests per second');
   }
-  return { rate, burst: Math.max(1, Math.ceil(rate * 2)) };
+  const own = accountRateLimit(rate, ceiling);
+  if (own === null) {
+    throw new HttpError(
+      400,
+      `this key may make at most ${ceiling.rate} requests per second: that limit is set by the service's operator, and the console can only lower it`,
+    );
+  }
+  return own;
+}
+
+function limitText(limit: KeyRateLimit): string {
+  return limit.rate === 0 ? 'none' : `${limit.rate}/s`;
 }
 
 function categoryChoices(chosen: readonly DetectionCategory[], idPrefix: string): SafeHtml {
@@ -58,13 +73,8 @@ function categoryChoices(chosen: readonly DetectionCategory[], idPrefix: string)
   )}</fieldset>`;
 }
 
-function keyRow(key: ApiKey, session: ConsoleSession): SafeHtml {
-  const limit =
-    key.rateLimit === null
-      ? 'default'
-      : key.rateLimit.rate === 0
-        ? 'none'
-        : `${key.rateLimit.rate}/s`;
+function keyRow(key: ApiKey, session: ConsoleSession, serviceLimit: KeyRateLimit): SafeHtml {
+  const limit = limitText(appliedRateLimit(key.rateLimit ?? serviceLimit, key.accountRateLimit));
   return html`<tr>
 <td><a href="/console/keys/${key.id}" class="mono">${key.id}</a></td>
 <td>${key.active ? 'active' : html`<span class="flagged">disabled</span>`}</td>
@@ -110,6 +120,7 @@ ${links}`;
 /** The API keys page, with a notice or a new key's secret (shown this once) on top. */
 function keysPage(
   session: ConsoleSession,
+  serviceLimit: KeyRateLimit,
   keys: readonly ApiKey[],
   tokens: SafeHtml,
   top: SafeHtml,
@@ -121,7 +132,7 @@ ${
     : scrollingTable(
         'API keys',
         html`<table><thead><tr><th scope="col">Key</th><th scope="col">State</th><th scope="col">Categories</th><th scope="col">Tags</th><th scope="col">Rate limit</th><th scope="col">Last used</th><th scope="col">Action</th></tr></thead>
-<tbody>${keys.map((key) => keyRow(key, session))}</tbody></table>`,
+<tbody>${keys.map((key) => keyRow(key, session, serviceLimit))}</tbody></table>`,
       )
 }
 <h2 id="create">Create a key</h2>
@@ -138,6 +149,7 @@ ${tokens}`;
 /** API keys (create, disable, enable, tags, categories, rate limit) and tokens (list, revoke). */
 export default async function keys(app: FastifyInstance) {
   const { accounts, tokens } = app.services;
+  const serviceLimit = app.services.config.rateLimit;
 
   const render = async (session: ConsoleSession, top: SafeHtml, tokensBefore = '') => {
     const { accountId } = session.user;
@@ -149,7 +161,13 @@ export default async function keys(app: FastifyInstance) {
       accounts.overview(accountId),
       tokens.page(accountId, before),
     ]);
-    return keysPage(session, list, tokensSection(session, tokenPage, before === null), top);
+    return keysPage(
+      session,
+      serviceLimit,
+      list,
+      tokensSection(session, tokenPage, before === null),
+      top,
+    );
   };
   const done: Record<string, string> = {
     disabled: 'The key is disabled: the API refuses it and its tokens are ended.',
@@ -186,14 +204,18 @@ export default async function keys(app: FastifyInstance) {
     const session = sessionOf(request);
     const key = await accounts.keyOf(session.user.accountId, request.params.id);
     if (key === null) throw new HttpError(404, 'This account has no such key.');
-    const body = html`<dl><dt>Key</dt><dd class="mono">${key.id}</dd><dt>State</dt><dd>${key.active ? 'active' : 'disabled'}</dd><dt>Created</dt><dd>${utc(key.creationDate)}</dd><dt>Last used</dt><dd>${key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate)}</dd></dl>
+    const ceiling = key.rateLimit ?? serviceLimit;
+    const applied = appliedRateLimit(ceiling, key.accountRateLimit);
+    const body = html`<dl><dt>Key</dt><dd class="mono">${key.id}</dd><dt>State</dt><dd>${key.active ? 'active' : 'disabled'}</dd><dt>Created</dt><dd>${utc(key.creationDate)}</dd><dt>Last used</dt><dd>${key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate)}</dd>
+<dt>Rate limit</dt><dd>${applied.rate === 0 ? 'none' : `${applied.rate} requests per second, ${applied.burst} at once`}</dd>
+<dt>Ceiling</dt><dd>${ceiling.rate === 0 ? 'none' : `${ceiling.rate} requests per second, ${ceiling.burst} at once`} (${key.rateLimit === null ? "the service's default" : "this key's"}, set by the service's operator: the console can lower it, not raise it)</dd></dl>
 <h2>Change it</h2>
 <form method="post" action="/console/keys/${key.id}/update">${csrfField(session)}
 ${categoryChoices(key.detectionCategories, 'edit')}
 <label for="edit-tags">Tags (comma-separated)</label>
 <input type="text" id="edit-tags" name="tags" maxlength="1400" value="${key.tags.join(', ')}">
-<label for="edit-rate">Rate limit, requests per second (empty: the service's default; 0: none)</label>
-<input type="number" id="edit-rate" name="rate" min="0" step="any" value="${key.rateLimit?.rate ?? ''}">
+<label for="edit-rate">Your own rate limit, requests per second (empty: the ceiling${ceiling.rate === 0 ? '; 0: none' : `; at most ${ceiling.rate}`})</label>
+<input type="number" id="edit-rate" name="rate" min="${ceiling.rate === 0 ? '0' : '0.001'}"${ceiling.rate === 0 ? '' : html` max="${ceiling.rate}"`} step="any" value="${key.accountRateLimit?.rate ?? ''}">
 <p><button type="submit">Save</button> <a href="/console/keys">Back to the keys</a></p>
 </form>`;
     return reply
@@ -203,12 +225,14 @@ ${categoryChoices(key.detectionCategories, 'edit')}
 
   app.post<{ Params: { id: string } }>('/keys/:id/update', async (request, reply) => {
     const { session, form } = checkedForm(request);
+    const key = await accounts.keyOf(session.user.accountId, request.params.id);
+    if (key === null) throw new HttpError(404, 'This account has no such key.');
     const changes = {
       tags: tagsOf(form),
       detectionCategories: categoriesOf(form),
-      rateLimit: rateLimitOf(form),
+      accountRateLimit: rateLimitOf(form, key.rateLimit ?? serviceLimit),
     };
-    if (!(await accounts.updateAccountKey(session.user.accountId, request.params.id, changes))) {
+    if (!(await accounts.updateAccountKey(session.user.accountId, key.id, changes))) {
       throw new HttpError(404, 'This account has no such key.');
     }
     return reply.redirect('/console/keys?done=updated', 303);

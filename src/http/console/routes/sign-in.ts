@@ -1,7 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEVICE_MS } from '../../../accounts/console-access.js';
+import { failureBucketOf } from '../../plugins/client-address.js';
 import { html } from '../html.js';
 import { notice, page } from '../layout.js';
-import { checkedForm, clearSessionCookie, sessionToken, setSessionCookie } from '../session.js';
+import {
+  checkedForm,
+  clearSessionCookie,
+  deviceToken,
+  fromAnotherSite,
+  sessionToken,
+  setDeviceCookie,
+  setSessionCookie,
+} from '../session.js';
 
 /**
  * Where to go after signing in: a console path only (never another site), of printable ASCII
@@ -50,7 +60,19 @@ export default async function signIn(app: FastifyInstance) {
     const form = formOf(request);
     const email = form.get('email') ?? '';
     const next = nextPage(form.get('next'));
-    const outcome = await access.signIn(email, form.get('password') ?? '', request.ip);
+    // Login CSRF: another site's form would sign the browser in to the attacker's session.
+    if (fromAnotherSite(request)) {
+      return reply
+        .code(403)
+        .type('text/html')
+        .send(
+          signInPage(next, 'Sign in from this page: a sign-in sent from another site is refused.'),
+        );
+    }
+    const outcome = await access.signIn(email, form.get('password') ?? '', {
+      client: failureBucketOf(request.ip),
+      device: deviceToken(request),
+    });
     if (!outcome.ok) {
       if (outcome.reason === 'limited') {
         reply.header('retry-after', String(outcome.retryAfterSeconds));
@@ -71,6 +93,7 @@ export default async function signIn(app: FastifyInstance) {
         .send(signInPage(next, 'The e-mail address or the password is wrong.', email));
     }
     setSessionCookie(request, reply, outcome.token, sessionMs);
+    setDeviceCookie(request, reply, outcome.deviceToken, DEVICE_MS);
     return reply.redirect(next, 303);
   });
 

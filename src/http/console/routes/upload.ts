@@ -1,16 +1,21 @@
 import type { FastifyInstance } from 'fastify';
 import { csrfMatches } from '../../../accounts/console-access.js';
 import { HttpError } from '../../http-error.js';
+import { checkUploadHeaders, uploadPartLimits } from '../../multipart-submission.js';
 import { fromClient } from '../../request-body.js';
 import { sizeText } from '../format.js';
 import { html } from '../html.js';
 import { csrfField, page } from '../layout.js';
 import { sessionOf, sessionToken } from '../session.js';
 
-/** A text field that came before the file part (the form puts them first). */
+/** A text field that came before the file part (the form puts them first); cut short: none. */
 function fieldBefore(fields: Record<string, unknown>, name: string): string {
-  const field = fields[name] as { type?: string; value?: unknown } | undefined;
-  return field?.type === 'field' && typeof field.value === 'string' ? field.value : '';
+  const field = fields[name] as
+    | { type?: string; value?: unknown; valueTruncated?: boolean }
+    | undefined;
+  return field?.type === 'field' && typeof field.value === 'string' && !field.valueTruncated
+    ? field.value
+    : '';
 }
 
 /**
@@ -44,8 +49,13 @@ export default async function upload(app: FastifyInstance) {
 
   app.post('/upload', async (request, reply) => {
     const session = sessionOf(request);
-    if (!request.isMultipart()) throw new HttpError(400, 'send the form with its file');
-    const part = await request.file({ limits: { fileSize: config.maxFileSize + 1, files: 1 } });
+    // The API's bounds: the fields before the file are buffered, so their number and size are
+    // limited as they stream (413 at one too many), and a declared length past them is refused
+    // before a byte is read.
+    checkUploadHeaders(request, config.maxFileSize);
+    const part = await request.file({
+      limits: { ...uploadPartLimits(config.maxFileSize), files: 1 },
+    });
     if (part === undefined) throw new HttpError(400, 'choose a file to upload');
     // Checked before a byte of the file is read: the form sends its fields first.
     if (!csrfMatches(sessionToken(request), fieldBefore(part.fields, 'csrf'))) {
