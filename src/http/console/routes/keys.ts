@@ -206,7 +206,8 @@ ${categoryChoices(key.detectionCategories, 'edit')}
     const key = await accounts.keyOf(session.user.accountId, request.params.id);
     if (key === null) throw new HttpError(404, 'This account has no such key.');
     const body = key.active
-      ? html`<p>The API refuses this key at once, and the temporary tokens made with it end. What it sent before is kept. You can enable the key again later; its tokens do not come back.</p>
+      ? html`${key.tags.length === 0 ? '' : html`<p>Tags: ${key.tags.join(', ')}</p>`}
+<p>The API refuses this key at once, and the temporary tokens made with it end; the results of what it sent are kept. You can enable the key again later; its tokens do not come back.</p>
 <form method="post" action="/console/keys/${key.id}/disable">${csrfField(session)}
 <p><button type="submit" class="danger">Disable the key</button> <a href="/console/keys">Cancel</a></p>
 </form>`
