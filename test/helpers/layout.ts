@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 /**
  * What a reader of the page at this width cannot see or reach, found in the browser's own layout:
  * - the page wider than the viewport (the whole page scrolls sideways);
- * - a box that cuts its content off (overflow hidden or clip);
+ * - a box that cuts its content off (overflow hidden or clip, sideways or below);
  * - a box that scrolls sideways: allowed on a phone (`phone`: a wide table in its own wrapper),
  *   never on a desktop;
  * - text or a control (link, button, input, select) that spills out of a box it is in (a long
@@ -42,11 +42,16 @@ const IN_PAGE = `(phone) => {
   const scrolls = (overflow) => overflow === 'auto' || overflow === 'scroll';
 
   for (const element of document.body.querySelectorAll('*')) {
-    const { overflowX } = getComputedStyle(element);
-    if (overflowX === 'visible' || hiddenOnPurpose(element)) continue;
+    const { overflowX, overflowY } = getComputedStyle(element);
+    if ((overflowX === 'visible' && overflowY === 'visible') || hiddenOnPurpose(element)) continue;
     // A text field's value scrolls in it by nature (the caret moves through it).
     if (['INPUT', 'TEXTAREA', 'SELECT'].includes(element.tagName)) continue;
-    if (element.scrollWidth <= element.clientWidth + 1) continue;
+    if (!scrolls(overflowY) && overflowY !== 'visible' &&
+      element.scrollHeight > element.clientHeight + 1) {
+      problems.push(named(element) + ' cuts off its content below (' + element.scrollHeight +
+        ' px in ' + element.clientHeight + ' px)');
+    }
+    if (overflowX === 'visible' || element.scrollWidth <= element.clientWidth + 1) continue;
     const sizes = element.scrollWidth + ' px in ' + element.clientWidth + ' px';
     if (!scrolls(overflowX)) problems.push(named(element) + ' cuts off its content (' + sizes + ')');
     else if (!phone) problems.push(named(element) + ' scrolls sideways (' + sizes + ')');
