@@ -30,7 +30,7 @@ import * as jobContent from './migrations/0019-job-content.js';
 import * as callbackLanes from './migrations/0020-callback-lanes.js';
 import * as jobContents from './migrations/0021-job-contents.js';
 import * as verdictKeyContent from './migrations/0022-verdict-key-content.js';
-import * as fileNames from './migrations/0023-file-names.js';
+import * as fileNames from './migrations/0024-file-names.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -64,7 +64,7 @@ const migrations: Record<string, Migration> = {
   '0020-callback-lanes': callbackLanes,
   '0021-job-contents': jobContents,
   '0022-verdict-key-content': verdictKeyContent,
-  '0023-file-names': fileNames,
+  '0024-file-names': fileNames,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
