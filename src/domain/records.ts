@@ -75,6 +75,8 @@ export interface StoredFile {
   callback: string | null;
   error: string | null;
   creationDate: string;
+  /** The name the client gave the file (keptFileName); shown by the console, never by the API. */
+  fileName?: string | null;
 }
 
 export type JobKind = 'upload' | 'fetch';
@@ -134,6 +136,8 @@ export interface Job {
   creditHeld?: boolean;
   /** Set by the store: a fetch is downloaded first (its own slots), then scanned like an upload. */
   stage?: JobStage;
+  /** The name the client gave the file, for its result (StoredFile.fileName). */
+  fileName?: string | null;
   /** Set by a claim that looked them up (a small upload's, on PostgreSQL); absent: not looked up. */
   earlierVerdicts?: ClaimedVerdicts;
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { keptFileName } from '../domain/file-name.js';
 import type { AddressPolicy } from '../outbound/address-policy.js';
 import { redactUrl } from '../outbound/target.js';
 import {
@@ -169,6 +170,7 @@ export function uploadPartLimits(maxFileSize: number) {
 /**
  * Walks a multipart upload: text fields are collected, the one `file` part is handed to `onFile`
  * as it streams (fields may come before or after it), other file parts are skipped unread.
+ * `fileName`: the file part's filename as kept (keptFileName), null without one.
  */
 export async function readUploadForm<T>(
   request: FastifyRequest,
@@ -179,7 +181,7 @@ export async function readUploadForm<T>(
     policy: AddressPolicy;
   },
   onFile: (content: AsyncIterable<Buffer>) => Promise<T>,
-): Promise<{ file: T | null; fields: SubmissionFields }> {
+): Promise<{ file: T | null; fileName: string | null; fields: SubmissionFields }> {
   checkUploadHeaders(request, options.maxFileSize);
   const collector = new FieldCollector(
     options.policy,
@@ -187,6 +189,7 @@ export async function readUploadForm<T>(
     options.acceptLocation,
   );
   let file: { value: T } | null = null;
+  let fileName: string | null = null;
   const parts = fromClient(
     request.parts({ limits: uploadPartLimits(options.maxFileSize) }),
     MALFORMED,
@@ -199,11 +202,12 @@ export async function readUploadForm<T>(
     } else if (file !== null) {
       throw new HttpError(400, 'send exactly one part named file');
     } else {
+      fileName = keptFileName(part.filename);
       file = { value: await onFile(fromClient<Buffer>(part.file, MALFORMED)) };
     }
   }
   if (file !== null && collector.fields.location !== null) {
     throw new HttpError(400, 'send either a file or a location, not both');
   }
-  return { file: file?.value ?? null, fields: collector.fields };
+  return { file: file?.value ?? null, fileName, fields: collector.fields };
 }

@@ -14,6 +14,8 @@ export interface Submission {
   callback: string | null;
   /** v1.0 only: its callbacks, format and checksum. */
   legacy?: LegacyJobOptions;
+  /** The name the client gave the file (keptFileName), for its result. */
+  fileName?: string | null;
 }
 
 /**
@@ -87,6 +89,7 @@ function jobOf(
     attempts: 0,
     runAfter: receivedAt,
     creationDate: receivedAt,
+    fileName: submission.fileName ?? null,
     ...(submission.legacy === undefined ? {} : { legacy: submission.legacy }),
   };
 }

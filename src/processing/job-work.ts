@@ -54,6 +54,7 @@ export class JobSubmissions {
       metadata: job.metadata,
       callback: job.callback,
       legacy: job.legacy ?? null,
+      fileName: job.fileName ?? null,
     };
   }
 }

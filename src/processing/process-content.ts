@@ -22,6 +22,8 @@ export interface Submission {
   callback: string | null;
   /** v1.0 only: its callbacks and result format. */
   legacy?: LegacyJobOptions | null;
+  /** The name the client gave the file (keptFileName), kept with the result for the console. */
+  fileName?: string | null;
 }
 
 /** A verdict with the moments it spans, for the result's date and its trace. */
@@ -149,6 +151,7 @@ export class ContentProcessor {
       callback: submission.callback,
       error: null,
       creationDate: scanned.receivedAt,
+      fileName: submission.fileName ?? null,
     };
     const events = context.jobId === undefined ? [event('received', scanned.receivedAt)] : [];
     events.push(...(context.events ?? []));
@@ -204,6 +207,7 @@ export class ContentProcessor {
       callback: submission.callback,
       error,
       creationDate: receivedAt,
+      fileName: submission.fileName ?? null,
     };
     events.push(event(`failed: ${error}`));
     await this.recorder.complete({

@@ -19,6 +19,7 @@ function toStoredFile(row: Selectable<FilesTable>): StoredFile {
     callback: row.callback,
     error: row.error,
     creationDate: row.creation_date,
+    fileName: row.file_name,
   };
 }
 
@@ -37,9 +38,10 @@ type FileRowArguments = readonly [
   error: string | null,
   creationDate: string,
   verdictKey: string | null,
+  fileName: string | null,
 ];
 
-const FILE_ROW_ARGUMENTS = 13;
+const FILE_ROW_ARGUMENTS = 14;
 
 function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowArguments {
   return [
@@ -56,13 +58,14 @@ function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowA
     file.error,
     file.creationDate,
     verdictKey,
+    file.fileName ?? null,
   ];
 }
 
 /** The values of a file's insert; arguments passed through untouched (QueryTemplate). */
 function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
   const [id, accountId, apiKeyId, checksum, sha256, contentLength, contentType, findings] = row;
-  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey] = row;
+  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey, fileName] = row;
   return {
     id,
     account_id: accountId,
@@ -77,6 +80,7 @@ function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
     error,
     creation_date: creationDate,
     verdict_key: verdictKey,
+    file_name: fileName,
   };
 }
 

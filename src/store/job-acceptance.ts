@@ -43,6 +43,7 @@ export function acceptGroup(
     last_error: job.lastError ?? null,
     size: job.size ?? 0,
     stage: stageOf(job),
+    file_name: job.fileName ?? null,
     // bytea through JSON: its hex form.
     content: job.content == null ? null : job.content.toString('hex'),
     received_at: received.timestamp,
@@ -54,7 +55,7 @@ export function acceptGroup(
         n int, id text, account_id text, api_key_id text, api_version text, kind text,
         state text, location text, spool_key text, metadata text, callback text, attempts int,
         run_after text, creation_date text, legacy text, last_error text, size bigint,
-        stage text, content text, received_at text, received text)
+        stage text, content text, received_at text, received text, file_name text)
     ),
     wanted AS (SELECT account_id, count(*) AS credits FROM input GROUP BY account_id),
     credit AS (
@@ -68,10 +69,10 @@ export function acceptGroup(
     job AS (
       INSERT INTO jobs (id, account_id, api_key_id, api_version, kind, state, location,
         spool_key, metadata, callback, attempts, run_after, creation_date, legacy,
-        last_error, size, credit_held, stage)
+        last_error, size, credit_held, stage, file_name)
       SELECT id, account_id, api_key_id, api_version, kind, state, location, spool_key,
         metadata, callback, attempts, run_after, creation_date, legacy, last_error, size, 1,
-        stage
+        stage, file_name
       FROM taken ORDER BY n
     ),
     content AS (

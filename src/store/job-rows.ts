@@ -26,5 +26,6 @@ export function toJob(row: JobRow): Job {
     size: Number(row.size),
     creditHeld: row.credit_held === 1,
     stage: row.stage as JobStage,
+    fileName: row.file_name,
   };
 }

@@ -31,10 +31,11 @@ export type JobRowArguments = readonly [
   size: number,
   creditHeld: number,
   stage: string,
+  fileName: string | null,
 ];
 
 // Every accepted item runs these: built once (QueryTemplate), not by Kysely each time.
-export const insertJob = new QueryTemplate(18, (db, ...row: JobRowArguments) =>
+export const insertJob = new QueryTemplate(19, (db, ...row: JobRowArguments) =>
   db.insertInto('jobs').values({
     id: row[0],
     account_id: row[1],
@@ -54,6 +55,7 @@ export const insertJob = new QueryTemplate(18, (db, ...row: JobRowArguments) =>
     size: row[15],
     credit_held: row[16],
     stage: row[17],
+    file_name: row[18],
   }),
 );
 export const insertJobContent = new QueryTemplate(2, (db, id: string, content: Buffer) =>

@@ -142,6 +142,7 @@ export class JobRepository {
       job.size ?? 0,
       job.creditHeld === true ? 1 : 0,
       stage,
+      job.fileName ?? null,
     );
     if (job.content != null) await insertJobContent.execute(db, job.id, job.content);
   }

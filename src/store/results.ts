@@ -60,7 +60,8 @@ function finishedItems(
       SELECT * FROM json_to_recordset(${items}::json) AS r(
         n int, job_id text, id text, account_id text, api_key_id text, checksum text,
         sha256 text, content_length bigint, content_type text, findings text, metadata text,
-        callback text, error text, creation_date text, verdict_key text, credits bigint)
+        callback text, error text, creation_date text, verdict_key text, credits bigint,
+        file_name text)
     ),
     finished AS (
       DELETE FROM jobs WHERE id = ANY(${jobIds}::text[]) RETURNING id
@@ -70,9 +71,9 @@ function finishedItems(
     ),
     result_file AS (
       INSERT INTO files (id, account_id, api_key_id, checksum, sha256, content_length,
-        content_type, findings, metadata, callback, error, creation_date, verdict_key)
+        content_type, findings, metadata, callback, error, creation_date, verdict_key, file_name)
       SELECT id, account_id, api_key_id, checksum, sha256, content_length, content_type,
-        findings, metadata, callback, error, creation_date, verdict_key
+        findings, metadata, callback, error, creation_date, verdict_key, file_name
       FROM kept ORDER BY n
     ),
     result_trace AS (
@@ -201,6 +202,7 @@ export class ResultRepository {
       creation_date: file.creationDate,
       verdict_key: verdictKey,
       credits,
+      file_name: file.fileName ?? null,
     }));
     const events = items.flatMap(({ events }, n) =>
       events.map((event, ord) => ({ n, ord, timestamp: event.timestamp, message: event.message })),

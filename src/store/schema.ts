@@ -57,6 +57,8 @@ export interface FilesTable {
    * `processing/verdict-cache.ts`); null for a reused verdict, an error or a partial verdict.
    */
   verdict_key: string | null;
+  /** The name the client gave the file (at most 255 bytes); console only, never in the API's result. */
+  file_name: string | null;
 }
 
 export interface JobsTable {
@@ -86,6 +88,8 @@ export interface JobsTable {
   credit_held: number;
   /** 'download' (a fetch not yet in the spool) or 'scan' (spooled content). */
   stage: string;
+  /** The name the client gave the file, for its result (see FilesTable). */
+  file_name: string | null;
 }
 
 /** A small upload's content, kept in the store instead of the spool (its job's `spool_key` is null). */

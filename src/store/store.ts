@@ -31,6 +31,7 @@ import * as callbackLanes from './migrations/0020-callback-lanes.js';
 import * as jobContents from './migrations/0021-job-contents.js';
 import * as verdictKeyContent from './migrations/0022-verdict-key-content.js';
 import * as keyAccountRateLimit from './migrations/0023-key-account-rate-limit.js';
+import * as fileNames from './migrations/0024-file-names.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '0021-job-contents': jobContents,
   '0022-verdict-key-content': verdictKeyContent,
   '0023-key-account-rate-limit': keyAccountRateLimit,
+  '0024-file-names': fileNames,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

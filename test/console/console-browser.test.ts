@@ -33,10 +33,19 @@ describe('the console in a browser', () => {
         .status;
     assert.equal(await ping(), 200, 'the new key works on the API');
 
-    await page.getByRole('link', { name: keyId }).click();
+    await page.getByRole('link', { name: keyId, exact: true }).click();
     await checkPage(page, 'key');
     await page.getByRole('link', { name: 'Back to the keys' }).click();
-    await page.getByRole('button', { name: `Disable key ${keyId}` }).click();
+    // Disabling asks first: the key works until the second step.
+    await page.getByRole('link', { name: `Disable key ${keyId}` }).click();
+    await page.getByRole('heading', { name: `Disable key ${keyId}?` }).waitFor();
+    await checkPage(page, 'key-disable');
+    assert.equal(await ping(), 200, 'asking disables nothing');
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    assert.equal(await ping(), 200, 'cancelled: the key still works');
+    await page.getByRole('link', { name: `Disable key ${keyId}` }).click();
+    await page.getByRole('button', { name: 'Disable the key' }).click();
     await page.getByText('The key is disabled').waitFor();
     assert.equal(await ping(), 401, 'the API refuses the disabled key');
 

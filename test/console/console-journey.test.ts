@@ -47,7 +47,8 @@ describe('the console, end to end in a browser', () => {
     await checkPage(page, 'journey-file');
 
     await page.getByRole('link', { name: 'API keys' }).click();
-    await page.getByRole('button', { name: `Disable key ${keyId}` }).click();
+    await page.getByRole('link', { name: `Disable key ${keyId}` }).click();
+    await page.getByRole('button', { name: 'Disable the key' }).click();
     await page.getByText('The key is disabled').waitFor();
     const refused = await fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: auth } });
     assert.equal(refused.status, 401, 'the API refuses the revoked key');

@@ -152,7 +152,7 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
     await credentialsRefreshed();
     assert.equal(await upload(), 403, 'the balance is spent and enforced');
     const detail = await textOf(await operator.get(`/console/accounts/${other.accountId}`));
-    assert.match(detail, /Balance 0 of \d+ \(enforced/);
+    assert.match(detail, /Balance None left: items are refused until the balance is raised/);
 
     // Not enforced any more: items are processed whatever the balance.
     const loose = await operator.post(`/console/accounts/${other.accountId}/balance`, {

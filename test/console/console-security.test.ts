@@ -14,6 +14,7 @@ const PAGES = [
   '/console/keys',
   '/console/upload',
   '/console/keys/0123456789abcdef0123456789abcdef',
+  '/console/keys/0123456789abcdef0123456789abcdef/disable',
 ];
 const ACTIONS = [
   '/console/keys',

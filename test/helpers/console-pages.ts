@@ -33,7 +33,7 @@ export async function waitFor(what: string, done: () => Promise<boolean>, timeou
 
 /** The ids of the files a list page links to, in page order. */
 export function listedIds(page: string): string[] {
-  return [...page.matchAll(/<a href="\/console\/files\/([0-9A-Za-z-]+)" class="mono">/g)].map(
+  return [...page.matchAll(/<a href="\/console\/files\/([0-9A-Za-z-]+)"[^>]*>/g)].map(
     (match) => match[1] ?? '',
   );
 }

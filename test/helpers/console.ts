@@ -7,6 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ConsoleAccess } from '../../src/accounts/console-access.js';
 import { loadConfig } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
+import { layoutProblems } from './layout.js';
 
 /** Where the console tests put their screenshots (a CI artifact; not committed). */
 export const SCREENSHOT_DIR = join(process.cwd(), 'test-artifacts', 'console');
@@ -136,13 +137,19 @@ interface AxeViolation {
 
 /**
  * Screenshots the page at phone and desktop widths into SCREENSHOT_DIR (`<name>-phone.png`,
- * `<name>-desktop.png`) and checks it with axe-core: no serious or critical issue at either width.
+ * `<name>-desktop.png`) and answers its layout's problems at each (layoutProblems: wider than the
+ * viewport, cut off or spilling out of a box; a table may scroll in its wrapper on a phone only),
+ * each line starting with the page's name and the width.
  */
+export async function layoutAtWidths(page: Page, name: string): Promise<string[]> {
+  const problems: string[] = [];
+  await eachWidth(page, name, async () => {}, problems);
+  return problems;
+}
+
+/** Screenshots and the layout at each width (any problem fails), and axe-core: no serious or critical issue. */
 export async function checkPage(page: Page, name: string): Promise<void> {
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  for (const [width, size] of Object.entries(WIDTHS)) {
-    await page.setViewportSize(size);
-    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
+  await eachWidth(page, name, async (width) => {
     // axe runs in the page's own world; the console's CSP allows only its own scripts, so it is
     // added through the browser's protocol (addScriptTag would be refused).
     await page.evaluate(axeSource);
@@ -157,6 +164,27 @@ export async function checkPage(page: Page, name: string): Promise<void> {
       [],
       `${name} at ${width} width`,
     );
+  });
+}
+
+/** Screenshots and layout at each width, then `check`; layout problems go to `problems` if given, else fail. */
+async function eachWidth(
+  page: Page,
+  name: string,
+  check: (width: string) => Promise<void>,
+  problems?: string[],
+): Promise<void> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  for (const [width, size] of Object.entries(WIDTHS)) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
+    const found = await layoutProblems(page, width === 'phone');
+    if (problems === undefined) {
+      assert.deepEqual(found, [], `${name} at ${size.width} px: what cannot be seen or reached`);
+    } else {
+      problems.push(...found.map((problem) => `${name} at ${size.width} px: ${problem}`));
+    }
+    await check(width);
   }
 }
 

@@ -120,10 +120,10 @@ describe('the published API descriptor', () => {
         described.add(route);
       }
     }
-    // Outside the descriptors: health, metrics, samples, the descriptors and their pages, v1.0,
-    // CORS, and the web console (pages for people, not the API).
+    // Outside the descriptors: health, metrics, samples, the descriptors and their pages, their
+    // icon, v1.0, CORS, and the web console (pages for people, not the API).
     const open =
-      /^(GET|HEAD) \/(health|metrics|static|docs)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b/;
+      /^(GET|HEAD) \/(health|metrics|static|docs|favicon\.svg)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b/;
     const undescribed = svc.service.routes
       .map(({ method, url }) => `${method} ${url}`)
       .filter((route) => !described.has(route) && !described.has(route.replace(/^HEAD/, 'GET')))
@@ -188,7 +188,14 @@ describe('the published API descriptor', () => {
       assert.equal(response.status, 200, page);
       assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
       const html = await response.text();
-      assert.doesNotMatch(html, /<script|<link|<img|<iframe|@import|url\(/i, 'nothing external');
+      // Its one link is its icon, served by Assay itself.
+      const icon = '<link rel="icon" href="/favicon.svg" type="image/svg+xml">';
+      assert.ok(html.includes(icon), 'its icon');
+      assert.doesNotMatch(
+        html.replace(icon, ''),
+        /<script|<link|<img|<iframe|@import|url\(/i,
+        'nothing external',
+      );
       assert.match(html, new RegExp(`href="/${version}/openapi.json"`));
       assert.match(html, new RegExp(`href="/${version}/openapi.yaml"`));
       const document = await descriptorOf(svc.url, version);

@@ -24,6 +24,7 @@ function fileOf(id: string, findings: string[] | null): StoredFile {
     callback: null,
     error: findings === null ? 'scan failed' : null,
     creationDate: '2026-11-23T10:00:00.000Z',
+    fileName: 'Q3 “report”.pdf',
   };
 }
 

@@ -16,7 +16,9 @@ header .brand a { color: var(--ink); text-decoration: none; }
 nav { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; }
 nav ul { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; margin: .25rem 0; padding: 0; }
 nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
-nav .sign-out { margin-left: auto; display: flex; gap: .5rem; align-items: center; color: var(--muted); }
+nav .sign-out { margin-left: auto; display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; color: var(--muted); }
+nav .sign-out span { overflow-wrap: anywhere; }
+nav .sign-out button { white-space: nowrap; }
 main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
 h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
@@ -35,7 +37,7 @@ input[type=text], input[type=email], input[type=password], input[type=number], i
 button, .button { font: inherit; padding: .4rem .9rem; border-radius: 4px; border: 1px solid var(--accent);
   background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; display: inline-block; }
 button.secondary { background: var(--bg); color: var(--accent); }
-button.danger { background: var(--bad); border-color: var(--bad); }
+button.danger, .button.danger { background: var(--bad); border-color: var(--bad); }
 .notice { padding: .6rem .8rem; border-radius: 4px; border: 1px solid var(--line); background: var(--panel); }
 .notice.error { border-color: var(--bad); color: var(--bad); }
 .notice.ok { border-color: var(--good); color: var(--good); }
@@ -47,8 +49,11 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
 .table .mono, .table code { word-break: normal; white-space: nowrap; }
 .nowrap { white-space: nowrap; }
-.table button { white-space: nowrap; }
-.table .url .mono { white-space: normal; overflow-wrap: break-word; display: inline-block; min-width: 18rem; }
+.table button, .table .button { white-space: nowrap; }
+.table .url .mono { white-space: normal; overflow-wrap: anywhere; display: inline-block; min-width: 14rem; }
+.table td.wrap .value { display: block; min-width: 10rem; overflow-wrap: anywhere; }
+.table td.wrap .mono { white-space: normal; }
+.name { overflow-wrap: anywhere; }
 ul.plain { list-style: none; margin: 0; padding: 0; }
 figure { margin: 0 0 1rem; }
 .chart svg { width: 100%; height: auto; max-width: 48rem; border-bottom: 1px solid var(--muted); }
@@ -64,7 +69,6 @@ label.check { display: flex; gap: .4rem; align-items: center; font-weight: 400; 
 .badge { font-size: .8rem; padding: 0 .4rem; border: 1px solid var(--accent); border-radius: 4px; color: var(--accent); }
 tr.stale td, tr.stale th { color: var(--muted); }
 .small { font-size: .85rem; }
-.nowrap { white-space: nowrap; }
 .table .id { font-size: .8rem; }
 form.search { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin-bottom: 1rem; }
 form.search > div { flex: 0 1 28rem; }
@@ -80,8 +84,8 @@ form.search label { margin-top: 0; }
   .stack td.num { text-align: left; }
   .stack td.empty { display: none; }
   .stack td::before { content: attr(data-label); content: attr(data-label) / ""; font-weight: 600; }
-  .stack .mono { white-space: normal; }
-  .stack .url .mono { min-width: 0; }
+  .stack .mono, .stack .nowrap { white-space: normal; }
+  .stack .url .mono, .stack td.wrap .value { min-width: 0; }
   .stack.unlabelled td { display: block; }
   .stack.unlabelled td::before { content: none; }
   .stack.unlabelled td:first-child { color: var(--muted); font-size: .9rem; }

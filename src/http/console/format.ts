@@ -18,6 +18,9 @@ export function utc(date: string | number): string {
     : `${parsed.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
+/** Errors in a list are shown this long at most (the whole text is on the file's page). */
+export const ERROR_CHARACTERS = 240;
+
 /** Text cut to `most` characters, with an ellipsis when cut (errors can be long). */
 export function shortened(text: string, most: number): string {
   return text.length <= most ? text : `${text.slice(0, most - 1)}…`;
@@ -106,4 +109,30 @@ export function sizeText(bytes: number): string {
   if (bytes >= MiB && bytes % MiB === 0) return `${(bytes / MiB).toLocaleString('en-US')} MiB`;
   if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
   return `${bytes.toLocaleString('en-US')} bytes`;
+}
+
+/**
+ * An account's balance in words. The balance counts down one per item and is negative once more
+ * were used than it held; only an enforced one refuses items. Its starting value is kept from the
+ * account's creation, so "used" is told only where nothing was ever set (starting at 0).
+ */
+export function balanceText(account: {
+  balance: number;
+  startingBalance: number;
+  enforceBalance: boolean;
+}): string {
+  const { balance } = account;
+  const items = (count: number) =>
+    `${count.toLocaleString('en-US')} ${count === 1 ? 'item' : 'items'}`;
+  if (account.enforceBalance) {
+    return balance > 0
+      ? `${items(balance)} left; items are refused once none are left`
+      : 'None left: items are refused until the balance is raised';
+  }
+  if (account.startingBalance === 0 && balance <= 0) {
+    return `Used ${items(-balance)} (no balance set: items are not limited)`;
+  }
+  return balance >= 0
+    ? `${items(balance)} left (not enforced: items are still accepted once none are left)`
+    : `${items(-balance)} used beyond the balance (not enforced: items are still accepted)`;
 }

@@ -4,6 +4,11 @@ export interface Column {
   title: string;
   /** Right-aligned (on a desktop). */
   numeric?: boolean;
+  /**
+   * Free text that may hold long words (an error, a URL, a file name, a host): wraps anywhere, so
+   * the table fits the page; at least a readable width on a desktop.
+   */
+  wrap?: boolean;
 }
 
 /** One cell's content; '' leaves it empty (left out of a phone's card). */
@@ -27,6 +32,7 @@ export function stackedTable(
 ): SafeHtml {
   const titled = options.titled ?? true;
   const numeric = (index: number) => columns[index]?.numeric === true;
+  const wrap = (index: number) => columns[index]?.wrap === true;
   const classes = (names: ReadonlyArray<string | false>) => {
     const list = names.filter((name) => name !== false).join(' ');
     return list === '' ? '' : html` class="${list}"`;
@@ -37,7 +43,7 @@ export function stackedTable(
     (cells, row) =>
       html`<tr role="row"${classes([options.rowClass?.(row) || false])}>${cells.map(
         (cell, index) =>
-          html`<td role="cell" data-label="${columns[index]?.title ?? ''}"${classes([numeric(index) && 'num', cell === '' && 'empty'])}><span class="value">${cell}</span></td>`,
+          html`<td role="cell" data-label="${columns[index]?.title ?? ''}"${classes([numeric(index) && 'num', wrap(index) && 'wrap', cell === '' && 'empty'])}><span class="value">${cell}</span></td>`,
       )}</tr>`,
   )}</tbody></table></div>`;
 }

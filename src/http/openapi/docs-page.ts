@@ -21,12 +21,17 @@ body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1r
 h1{margin-bottom:.2rem}h2{border-bottom:2px solid #ddd;margin-top:2.5rem}
 h3{margin:2rem 0 .3rem;font-family:ui-monospace,monospace;font-size:1.05rem}
 code{font-family:ui-monospace,monospace;background:#f2f2f4;padding:0 .25rem;border-radius:3px}
-table{border-collapse:collapse;width:100%;margin:.4rem 0 1rem}
+div.table{overflow-x:auto;margin:.4rem 0 1rem}table{border-collapse:collapse;width:100%}
 th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f7f7f9}.method{display:inline-block;min-width:4.2rem;color:#fff;border-radius:3px;
 text-align:center;margin-right:.4rem}.get{background:#2b6cb0}.post{background:#2f855a}
 .delete{background:#c53030}nav a{margin-right:1rem}.muted{color:#666}
-section.operation{border-left:3px solid #ddd;padding-left:1rem}td p{margin:0}`;
+section.operation{border-left:3px solid #ddd;padding-left:1rem}td p{margin:0}
+@media (max-width:40rem){body{padding:1rem}section.operation{padding-left:.6rem}
+div.table table,div.table tbody,div.table tr,div.table td{display:block}
+div.table thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+div.table tr{border:1px solid #ddd;border-bottom:0;padding:.3rem 0}div.table tr:last-child{border-bottom:1px solid #ddd}
+div.table td{border:0;padding:.1rem .5rem;overflow-wrap:anywhere}div.table td::before{content:attr(data-label) ": ";font-weight:600}}`;
 
 function escapeHtml(text: string): string {
   return text
@@ -58,9 +63,14 @@ function prose(text: string): string {
 
 function table(headings: string[], rows: string[][]): string {
   if (rows.length === 0) return '';
-  const head = headings.map((heading) => `<th>${heading}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`);
-  return `<table><thead><tr>${head}</tr></thead><tbody>${body.join('')}</tbody></table>`;
+  const head = headings.map((heading) => `<th role="columnheader">${heading}</th>`).join('');
+  const body = rows.map(
+    (row) =>
+      `<tr role="row">${row.map((cell, index) => `<td role="cell" data-label="${escapeHtml(headings[index] ?? '')}">${cell}</td>`).join('')}</tr>`,
+  );
+  // On a phone each row is a card of "heading: value" lines (STYLE), never wider than the page;
+  // roles are written out because a browser may drop a table's once it is not laid out as one.
+  return `<div class="table"><table role="table"><thead role="rowgroup"><tr role="row">${head}</tr></thead><tbody role="rowgroup">${body.join('')}</tbody></table></div>`;
 }
 
 const schemaName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
@@ -220,6 +230,7 @@ const UNVERSIONED_ROUTES = [
   ],
   ['GET /v2.x/openapi.json, /v2.x/openapi.yaml', 'The OpenAPI 3.1 descriptor. No credentials.'],
   ['GET /docs, /docs/v2.x', 'This page. No credentials.'],
+  ['GET /favicon.svg', 'The icon of this page and the console. No credentials.'],
 ];
 
 /** The whole reference page of one version; `versions` are linked from its header. */
@@ -258,7 +269,8 @@ export function renderDocsPage(
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(document.info.title)} ${version}</title><style>${STYLE}</style></head>
+<title>${escapeHtml(document.info.title)} ${version}</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml"><style>${STYLE}</style></head>
 <body>
 <h1>${escapeHtml(document.info.title)} <span class="muted">${version}</span></h1>
 <nav>Versions: ${versionLinks.join(' ')} · Descriptor:

@@ -3,7 +3,7 @@ import type { AccountDetails } from '../../../accounts/account-service.js';
 import type { ConsoleSession } from '../../../accounts/console-access.js';
 import type { AccountSummary } from '../../../domain/operations.js';
 import { HttpError } from '../../http-error.js';
-import { queryText, utc } from '../format.js';
+import { balanceText, queryText, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, notice, page, scrollingTable } from '../layout.js';
 import { checkedForm, operatorSessionOf } from '../session.js';
@@ -89,7 +89,7 @@ function detailPage(session: ConsoleSession, details: AccountDetails, top: SafeH
 <dt>Name</dt><dd>${account.name}</dd>
 <dt>Id</dt><dd class="mono">${account.id}</dd>
 <dt>State</dt><dd>${account.active ? 'active' : html`<span class="flagged">disabled: the API refuses its keys and tokens</span>`}</dd>
-<dt>Balance</dt><dd>${account.balance} of ${account.startingBalance} ${account.enforceBalance ? '(enforced: items are refused when it reaches 0)' : '(not enforced: counts use)'}</dd>
+<dt>Balance</dt><dd>${balanceText(account)}</dd>
 <dt>Subscription</dt><dd>${account.subscription === '' ? 'none' : account.subscription}</dd>
 <dt>Billing e-mail</dt><dd>${account.billingEmail === '' ? 'none' : account.billingEmail}</dd>
 <dt>API keys</dt><dd>${keys.filter((k) => k.active).length} active of ${keys.length}</dd>

@@ -8,7 +8,14 @@ import {
   parseCallbackCursor,
 } from '../../../processing/callback-browser.js';
 import { HttpError } from '../../http-error.js';
-import { deliveryState, linkTo, pager, queryFields } from '../format.js';
+import {
+  deliveryState,
+  ERROR_CHARACTERS,
+  linkTo,
+  pager,
+  queryFields,
+  shortened,
+} from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, notice, page } from '../layout.js';
 import { checkedForm, sessionOf } from '../session.js';
@@ -19,7 +26,7 @@ const COLUMNS = [
   { title: 'File' },
   { title: 'Destination' },
   { title: 'Attempts', numeric: true },
-  { title: 'Last error' },
+  { title: 'Last error', wrap: true },
   { title: 'Action' },
 ] as const;
 
@@ -30,10 +37,10 @@ function deliveryCells(delivery: DeliverySummary, session: ConsoleSession): Cell
       : html`<form method="post" action="/console/callbacks/${delivery.id}/retry" class="inline">${csrfField(session)}<button type="submit" class="secondary" aria-label="Retry now: the callback of file ${delivery.fileId}">Retry now</button></form>`;
   return [
     deliveryState(delivery),
-    html`<a href="/console/files/${delivery.fileId}" class="mono">${delivery.fileId}</a>`,
+    html`<a href="/console/files/${delivery.fileId}" class="mono id">${delivery.fileId}</a>`,
     html`<span class="url"><span class="mono">${delivery.method} ${breakableUrl(delivery.url)}</span></span>`,
     String(delivery.attempts),
-    delivery.lastError ?? '',
+    delivery.lastError === null ? '' : shortened(delivery.lastError, ERROR_CHARACTERS),
     retry,
   ];
 }

@@ -3,6 +3,7 @@ import type { ConsoleSession } from '../../../accounts/console-access.js';
 import type { Job, StoredFile, TraceEvent } from '../../../domain/records.js';
 import type { DeliverySummary } from '../../../processing/callback-browser.js';
 import {
+  type FileDetail,
   type FileFilter,
   type FilePage,
   fileCursorText,
@@ -12,11 +13,23 @@ import {
   parseFileCursor,
 } from '../../../processing/file-browser.js';
 import { HttpError } from '../../http-error.js';
-import { byteCount, dateTime, deliveryState, linkTo, pager, queryFields } from '../format.js';
+import {
+  byteCount,
+  dateTime,
+  deliveryState,
+  ERROR_CHARACTERS,
+  linkTo,
+  pager,
+  queryFields,
+  shortened,
+} from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
-import { sessionOf } from '../session.js';
+import { operatorSessionOf, sessionOf } from '../session.js';
 import { breakableUrl, type Cell, stackedTable } from '../stacked-table.js';
+
+/** As accounts.ts checks an account's id in a path. */
+const ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 const FILTER_FIELDS = ['id', 'checksum', 'finding', 'flagged', 'from', 'to', 'before'] as const;
 
@@ -51,21 +64,31 @@ ${input('finding', 'Finding (name or part of it)', html` maxlength="${MAX_FINDIN
 
 const FILE_COLUMNS = [
   { title: 'Received (UTC)' },
-  { title: 'Id' },
-  { title: 'Content type' },
+  { title: 'File' },
+  { title: 'Content type', wrap: true },
   { title: 'Length (bytes)', numeric: true },
   { title: 'Findings' },
-  { title: 'Error' },
+  { title: 'Error', wrap: true },
 ] as const;
+
+/** A link to a file: its name as the client gave it (if any), then its id. */
+export function fileLink(file: Pick<StoredFile, 'id' | 'fileName'>, href: string): SafeHtml {
+  const name = file.fileName ?? null;
+  return name === null
+    ? html`<a href="${href}" class="mono id">${file.id}</a>`
+    : html`<a href="${href}"><span class="name">${name}</span><br><span class="mono id">${file.id}</span></a>`;
+}
 
 function fileCells(file: StoredFile): Cell[] {
   return [
     dateTime(file.creationDate),
-    html`<a href="/console/files/${file.id}" class="mono">${file.id}</a>`,
+    fileLink(file, `/console/files/${file.id}`),
     file.contentType ?? '',
     byteCount(file.contentLength),
     findingsCell(file),
-    file.error === null ? '' : html`<span class="flagged">Error:</span> ${file.error}`,
+    file.error === null
+      ? ''
+      : html`<span class="flagged">Error:</span> ${shortened(file.error, ERROR_CHARACTERS)}`,
   ];
 }
 
@@ -91,12 +114,32 @@ function detailList(entries: ReadonlyArray<[string, SafeHtml | string]>): SafeHt
   return html`<dl>${entries.map(([term, value]) => html`<dt>${term}</dt><dd>${value}</dd>`)}</dl>`;
 }
 
-function traceTable(trace: readonly TraceEvent[]): SafeHtml {
+/** Where an item's page is: the account's own, or an operator's view of another account's. */
+type FileHref = (id: string) => string;
+
+/** An item named in a trace message ("verdict of item <id> … reused"). */
+const NAMED_ITEM =
+  /\bitem ([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/g;
+
+/** A trace message with the items it names as links to them. */
+function traceMessage(message: string, fileHref: FileHref): SafeHtml {
+  let out = html``;
+  let from = 0;
+  for (const match of message.matchAll(NAMED_ITEM)) {
+    const id = match[1] ?? '';
+    const at = (match.index ?? 0) + match[0].length - id.length;
+    out = html`${out}${message.slice(from, at)}<a href="${fileHref(id)}" class="mono">${id}</a>`;
+    from = at + id.length;
+  }
+  return html`${out}${message.slice(from)}`;
+}
+
+function traceTable(trace: readonly TraceEvent[], fileHref: FileHref): SafeHtml {
   if (trace.length === 0) return html`<p class="muted">No trace events.</p>`;
   return stackedTable(
     'Trace',
-    [{ title: 'Time (UTC)' }, { title: 'Event' }],
-    trace.map((event) => [dateTime(event.timestamp), event.message]),
+    [{ title: 'Time (UTC)' }, { title: 'Event', wrap: true }],
+    trace.map((event) => [dateTime(event.timestamp), traceMessage(event.message, fileHref)]),
     { titled: false },
   );
 }
@@ -105,7 +148,7 @@ function deliveriesTable(deliveries: readonly DeliverySummary[]): SafeHtml {
   if (deliveries.length === 0) return html``;
   return html`<h2>Callback deliveries</h2>${stackedTable(
     'Callback deliveries',
-    [{ title: 'State' }, { title: 'Attempts', numeric: true }, { title: 'Last error' }],
+    [{ title: 'State' }, { title: 'Attempts', numeric: true }, { title: 'Last error', wrap: true }],
     deliveries.map((d) => [deliveryState(d), String(d.attempts), d.lastError ?? '']),
   )}<p><a href="/console/callbacks">All callback deliveries</a></p>`;
 }
@@ -114,10 +157,17 @@ function resultBody(
   file: StoredFile,
   trace: readonly TraceEvent[],
   deliveries: readonly DeliverySummary[],
+  fileHref: FileHref,
 ): SafeHtml {
   const metadata = Object.entries(file.metadata);
   return html`${detailList([
     ['Id', html`<span class="mono">${file.id}</span>`],
+    [
+      'Name',
+      file.fileName == null
+        ? html`<span class="muted">none given</span>`
+        : html`<span class="name">${file.fileName}</span>`,
+    ],
     ['Received (UTC)', dateTime(file.creationDate)],
     ['Findings', findingsCell(file)],
     ...(file.error === null ? [] : ([['Error', file.error]] as Array<[string, string]>)),
@@ -141,19 +191,34 @@ function resultBody(
   ])}
 ${deliveriesTable(deliveries)}
 <h2 id="trace">Trace</h2>
-${traceTable(trace)}`;
+${traceTable(trace, fileHref)}`;
 }
 
-function pendingBody(job: Job, trace: readonly TraceEvent[]): SafeHtml {
+function pendingBody(job: Job, trace: readonly TraceEvent[], fileHref: FileHref): SafeHtml {
   return html`<p class="notice" role="status">Accepted and still being processed: it has no result yet.</p>
 ${detailList([
   ['Id', html`<span class="mono">${job.id}</span>`],
+  [
+    'Name',
+    job.fileName == null
+      ? html`<span class="muted">none given</span>`
+      : html`<span class="name">${job.fileName}</span>`,
+  ],
   ['Accepted (UTC)', dateTime(job.creationDate)],
   ['Kind', job.kind === 'fetch' ? 'fetch of a URL' : 'upload'],
   ['Attempts', String(job.attempts)],
 ])}
 <h2 id="trace">Trace</h2>
-${traceTable(trace)}`;
+${traceTable(trace, fileHref)}`;
+}
+
+/** A file's page body: its result or that it is still being processed, and its trace. */
+function detailBody(detail: FileDetail, fileHref: FileHref, back: SafeHtml): SafeHtml {
+  const body =
+    detail.kind === 'pending'
+      ? pendingBody(detail.job, detail.trace, fileHref)
+      : resultBody(detail.file, detail.trace, detail.callbacks, fileHref);
+  return html`<p><a href="#trace">Jump to the trace</a> · ${back}</p>${body}`;
 }
 
 /** GET /console/files (the account's results, filtered, a page at a time) and one result. */
@@ -195,20 +260,33 @@ ${links}`;
     const { id } = request.params;
     const detail = isItemId(id) ? await browser.detail(session.user.accountId, id) : null;
     if (detail === null) throw new HttpError(404, 'This account has no such file.');
-    const body =
-      detail.kind === 'pending'
-        ? pendingBody(detail.job, detail.trace)
-        : resultBody(detail.file, detail.trace, detail.callbacks);
-    return reply
-      .type('text/html')
-      .send(
-        pageOf(
-          session,
-          'File',
-          html`<p><a href="#trace">Jump to the trace</a> · <a href="/console/files">Back to the files</a></p>${body}`,
-        ),
-      );
+    const body = detailBody(
+      detail,
+      (other) => `/console/files/${other}`,
+      html`<a href="/console/files">Back to the files</a>`,
+    );
+    return reply.type('text/html').send(pageOf(session, 'File', body));
   });
+
+  // Operators only (404 for others): any account's file, linked from the operations page.
+  app.get<{ Params: { account: string; id: string } }>(
+    '/accounts/:account/files/:id',
+    async (request, reply) => {
+      const session = operatorSessionOf(request);
+      const { account, id } = request.params;
+      const detail =
+        ACCOUNT_ID.test(account) && isItemId(id) ? await browser.detail(account, id) : null;
+      if (detail === null) throw new HttpError(404, 'That account has no such file.');
+      const body = detailBody(
+        detail,
+        (other) => `/console/accounts/${account}/files/${other}`,
+        html`<a href="/console/accounts/${account}">Back to the account</a>`,
+      );
+      return reply
+        .type('text/html')
+        .send(page({ title: 'File', session, current: '/console/accounts', body }));
+    },
+  );
 }
 
 function pageOf(session: ConsoleSession, title: string, body: SafeHtml): string {

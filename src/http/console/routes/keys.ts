@@ -18,6 +18,7 @@ import { linkTo, pager, queryFields, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, notice, page, scrollingTable } from '../layout.js';
 import { checkedForm, sessionOf } from '../session.js';
+import { type Cell, stackedTable } from '../stacked-table.js';
 
 const MAX_TAGS = 20;
 const MAX_TAG_LENGTH = 64;
@@ -73,17 +74,30 @@ function categoryChoices(chosen: readonly DetectionCategory[], idPrefix: string)
   )}</fieldset>`;
 }
 
-function keyRow(key: ApiKey, session: ConsoleSession, serviceLimit: KeyRateLimit): SafeHtml {
+const KEY_COLUMNS = [
+  { title: 'Key' },
+  { title: 'State' },
+  { title: 'Categories' },
+  { title: 'Tags', wrap: true },
+  { title: 'Rate limit' },
+  { title: 'Last used' },
+  { title: 'Action' },
+];
+
+/** Disabling asks first (a page of its own: no script needed); enabling is harmless. */
+function keyCells(key: ApiKey, session: ConsoleSession, serviceLimit: KeyRateLimit): Cell[] {
   const limit = limitText(appliedRateLimit(key.rateLimit ?? serviceLimit, key.accountRateLimit));
-  return html`<tr>
-<td><a href="/console/keys/${key.id}" class="mono">${key.id}</a></td>
-<td>${key.active ? 'active' : html`<span class="flagged">disabled</span>`}</td>
-<td>${key.detectionCategories.join(', ')}</td>
-<td>${key.tags.join(', ')}</td>
-<td>${limit}</td>
-<td>${key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate)}</td>
-<td><form method="post" action="/console/keys/${key.id}/${key.active ? 'disable' : 'enable'}" class="inline">${csrfField(session)}<button type="submit" class="${key.active ? 'danger' : 'secondary'}" aria-label="${key.active ? 'Disable' : 'Enable'} key ${key.id}">${key.active ? 'Disable' : 'Enable'}</button></form></td>
-</tr>`;
+  return [
+    html`<a href="/console/keys/${key.id}" class="mono id">${key.id}</a>`,
+    key.active ? html`active` : html`<span class="flagged">disabled</span>`,
+    key.detectionCategories.join(', '),
+    key.tags.join(', '),
+    limit,
+    key.lastSeenDate === null ? 'never' : utc(key.lastSeenDate),
+    key.active
+      ? html`<a href="/console/keys/${key.id}/disable" class="button danger" aria-label="Disable key ${key.id}">Disable</a>`
+      : html`<form method="post" action="/console/keys/${key.id}/enable" class="inline">${csrfField(session)}<button type="submit" class="secondary" aria-label="Enable key ${key.id}">Enable</button></form>`,
+  ];
 }
 
 /** A token by the start of its id only: the whole id is a credential. */
@@ -129,10 +143,10 @@ function keysPage(
 ${
   keys.length === 0
     ? html`<p>No API keys yet.</p>`
-    : scrollingTable(
+    : stackedTable(
         'API keys',
-        html`<table><thead><tr><th scope="col">Key</th><th scope="col">State</th><th scope="col">Categories</th><th scope="col">Tags</th><th scope="col">Rate limit</th><th scope="col">Last used</th><th scope="col">Action</th></tr></thead>
-<tbody>${keys.map((key) => keyRow(key, session, serviceLimit))}</tbody></table>`,
+        KEY_COLUMNS,
+        keys.map((key) => keyCells(key, session, serviceLimit)),
       )
 }
 <h2 id="create">Create a key</h2>
@@ -236,6 +250,23 @@ ${categoryChoices(key.detectionCategories, 'edit')}
       throw new HttpError(404, 'This account has no such key.');
     }
     return reply.redirect('/console/keys?done=updated', 303);
+  });
+
+  // The confirmation: a page (not a script's dialog), so it works under the console's CSP.
+  app.get<{ Params: { id: string } }>('/keys/:id/disable', async (request, reply) => {
+    const session = sessionOf(request);
+    const key = await accounts.keyOf(session.user.accountId, request.params.id);
+    if (key === null) throw new HttpError(404, 'This account has no such key.');
+    const body = key.active
+      ? html`${key.tags.length === 0 ? '' : html`<p>Tags: ${key.tags.join(', ')}</p>`}
+<p>The API refuses this key at once, and the temporary tokens made with it end; the results of what it sent are kept. You can enable the key again later; its tokens do not come back.</p>
+<form method="post" action="/console/keys/${key.id}/disable">${csrfField(session)}
+<p><button type="submit" class="danger">Disable the key</button> <a href="/console/keys">Cancel</a></p>
+</form>`
+      : html`<p>This key is disabled already.</p><p><a href="/console/keys">Back to the keys</a></p>`;
+    return reply
+      .type('text/html')
+      .send(page({ title: `Disable key ${key.id}?`, session, current: '/console/keys', body }));
   });
 
   for (const [action, active] of [

@@ -6,17 +6,14 @@ import {
   type NodeStatus,
   type OperationsSnapshot,
 } from '../../../processing/operations-report.js';
-import { duration, shortened, utc } from '../format.js';
+import { duration, ERROR_CHARACTERS, shortened, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
 import { operatorSessionOf } from '../session.js';
 import { stackedTable } from '../stacked-table.js';
 
-/** Errors are shown this long at most (the whole text is in the log and the result). */
-const ERROR_CHARACTERS = 240;
-
 const NODE_COLUMNS = [
-  { title: 'Node' },
+  { title: 'Node', wrap: true },
   { title: 'State' },
   { title: 'clamd' },
   { title: 'Signatures' },
@@ -40,12 +37,16 @@ function nodeCells(node: NodeStatus, at: number): SafeHtml[] {
   ];
 }
 
-const RESULT_ERROR_COLUMNS = [{ title: 'Received' }, { title: 'Result' }, { title: 'Error' }];
+const RESULT_ERROR_COLUMNS = [
+  { title: 'Received' },
+  { title: 'Result' },
+  { title: 'Error', wrap: true },
+];
 
 function resultErrorCells(error: ResultError): SafeHtml[] {
   return [
-    html`${utc(error.creationDate)}`,
-    html`<span class="mono id">${error.id}</span><br><span class="small">account <a class="mono" href="/console/accounts/${error.accountId}">${error.accountId}</a></span>`,
+    html`<span class="nowrap">${utc(error.creationDate)}</span>`,
+    html`<a class="mono id" href="/console/accounts/${error.accountId}/files/${error.id}">${error.id}</a><br><span class="small">account <a class="mono" href="/console/accounts/${error.accountId}">${error.accountId}</a></span>`,
     html`${shortened(error.error, ERROR_CHARACTERS)}`,
   ];
 }
@@ -53,9 +54,9 @@ function resultErrorCells(error: ResultError): SafeHtml[] {
 const CALLBACK_FAILURE_COLUMNS = [
   { title: 'Created' },
   { title: 'Result' },
-  { title: 'Destination' },
+  { title: 'Destination', wrap: true },
   { title: 'State' },
-  { title: 'Last error' },
+  { title: 'Last error', wrap: true },
 ];
 
 function callbackFailureCells(failure: CallbackFailure): SafeHtml[] {
@@ -66,8 +67,8 @@ function callbackFailureCells(failure: CallbackFailure): SafeHtml[] {
         ? 'given up'
         : failure.state;
   return [
-    html`${utc(failure.creationDate)}`,
-    html`<span class="mono id">${failure.fileId}</span><br><span class="small">account <a class="mono" href="/console/accounts/${failure.accountId}">${failure.accountId}</a></span>`,
+    html`<span class="nowrap">${utc(failure.creationDate)}</span>`,
+    html`<a class="mono id" href="/console/accounts/${failure.accountId}/files/${failure.fileId}">${failure.fileId}</a><br><span class="small">account <a class="mono" href="/console/accounts/${failure.accountId}">${failure.accountId}</a></span>`,
     html`${failure.destination}`,
     html`${state}<br><span class="small">${failure.attempts} attempts</span>`,
     html`${shortened(failure.lastError, ERROR_CHARACTERS)}`,

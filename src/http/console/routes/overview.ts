@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { DayActivity } from '../../../processing/account-activity.js';
+import { balanceText } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { page, scrollingTable } from '../layout.js';
 import { sessionOf } from '../session.js';
@@ -44,7 +45,7 @@ export default async function overview(app: FastifyInstance) {
     const rows = days.filter((d) => d.items > 0).reverse();
     const body = html`<dl>
 <dt>Account</dt><dd>${account.name} <span class="mono muted">${account.id}</span></dd>
-<dt>Balance</dt><dd>${account.balance} of ${account.startingBalance} ${account.enforceBalance ? '(enforced: items are refused when it reaches 0)' : '(not enforced: counts use)'}</dd>
+<dt>Balance</dt><dd>${balanceText(account)}</dd>
 <dt>API keys</dt><dd>${keys.filter((k) => k.active).length} active of ${keys.length} (<a href="/console/keys">manage</a>)</dd>
 </dl>
 <h2>Items in the last 30 days</h2>

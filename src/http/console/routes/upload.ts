@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { csrfMatches } from '../../../accounts/console-access.js';
+import { keptFileName } from '../../../domain/file-name.js';
 import { HttpError } from '../../http-error.js';
 import { checkUploadHeaders, uploadPartLimits } from '../../multipart-submission.js';
 import { fromClient } from '../../request-body.js';
@@ -84,7 +85,13 @@ export default async function upload(app: FastifyInstance) {
             accountId: principal.accountId,
           },
         ),
-        submission: { principal, version: 'v2.2', metadata: {}, callback: null },
+        submission: {
+          principal,
+          version: 'v2.2',
+          metadata: {},
+          callback: null,
+          fileName: keptFileName(part.filename),
+        },
       }));
       return reply.redirect(`/console/files/${file.id}`, 303);
     } finally {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { fileNameOfUrl } from '../../../domain/file-name.js';
 import type { AddressPolicy } from '../../../outbound/address-policy.js';
 import { redactUrl } from '../../../outbound/target.js';
 import { newLegacyId, pendingResult } from '../../../processing/legacy-result.js';
@@ -44,6 +45,7 @@ export default async function scanFetch(app: FastifyInstance) {
         metadata: {},
         callback: null,
         legacy: { callback, postCallback, format: args.format, checksum: null },
+        fileName: fileNameOfUrl(location),
       },
       `received: v1.0 fetch of ${redactUrl(location)}`,
       newLegacyId(),

@@ -23,7 +23,7 @@ export default async function createFileAsync(
     // The quota is decided on the declared length before a byte is stored, and again as it streams.
     const upload = await intake.beginUpload(principal, declaredLength(request), config.maxFileSize);
     try {
-      const { file, fields } = await readUploadForm(
+      const { file, fileName, fields } = await readUploadForm(
         request,
         {
           maxFileSize: config.maxFileSize,
@@ -37,7 +37,7 @@ export default async function createFileAsync(
         throw new HttpError(400, 'no content: send the content as a multipart part named file');
       }
       await upload.commit(
-        { apiVersion: version, metadata: fields.metadata, callback: fields.callback },
+        { apiVersion: version, metadata: fields.metadata, callback: fields.callback, fileName },
         (size) => `received: upload of ${size} bytes`,
       );
     } finally {

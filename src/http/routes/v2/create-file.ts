@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { fileNameOfUrl } from '../../../domain/file-name.js';
 import { type ApiVersion, hasMetadata, renderFileResult } from '../../../processing/file-result.js';
 import type { Submission } from '../../../processing/process-content.js';
 import { RemoteContentError } from '../../../processing/remote-content.js';
@@ -21,7 +22,11 @@ export default async function createFile(app: FastifyInstance, options: { versio
     const principal = submitterOf(request);
     // The credit is taken before the body is read and given back if no result is recorded.
     const file = await processor.processSync(principal, async () => {
-      const { file: scanned, fields } = await readUploadForm(
+      const {
+        file: scanned,
+        fileName,
+        fields,
+      } = await readUploadForm(
         request,
         {
           maxFileSize: config.maxFileSize,
@@ -40,6 +45,7 @@ export default async function createFile(app: FastifyInstance, options: { versio
         version,
         metadata: fields.metadata,
         callback: fields.callback,
+        fileName: scanned !== null ? fileName : fileNameOfUrl(fields.location ?? ''),
       };
       if (scanned !== null) return { scanned, submission };
       if (fields.location === null) {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { fileNameOfUrl } from '../../../domain/file-name.js';
 import { redactUrl } from '../../../outbound/target.js';
 import { type ApiVersion, hasMetadata } from '../../../processing/file-result.js';
 import { HttpError } from '../../http-error.js';
@@ -38,6 +39,7 @@ export default async function fetchFile(app: FastifyInstance, options: { version
         apiVersion: version,
         metadata: collector.fields.metadata,
         callback: collector.fields.callback,
+        fileName: fileNameOfUrl(location),
       },
       `received: fetch of ${redactUrl(location)}`,
     );
