@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { type AddressPolicy, refusalMessage } from '../outbound/address-policy.js';
+import type { AddressPolicy } from '../outbound/address-policy.js';
 import { redactUrl } from '../outbound/target.js';
 import {
   MAX_CALLBACK_BODY_BYTES,
@@ -52,7 +52,10 @@ export function parseCallbackUrl(name: string, value: string, policy: AddressPol
   const hostname = new URL(parseHttpUrl(name, value)).hostname;
   const reason = policy.literalRefusal(hostname);
   if (reason !== null) {
-    throw new HttpError(400, refusalMessage(`${name} ${redactUrl(value)} is refused`, reason));
+    throw new HttpError(
+      400,
+      policy.refusalMessage(`${name} ${redactUrl(value)} is refused`, reason),
+    );
   }
   return value;
 }

@@ -165,14 +165,6 @@ function normaliseHostName(name: string): string | null {
   return bare;
 }
 
-/**
- * Ends every refusal by the policy: the message is all a client sees, and the first one a person
- * trying Assay on one machine meets is a fetch or callback to their own machine.
- */
-export function refusalMessage(refused: string, reason: string): string {
-  return `${refused}: ${reason}; the service allows it only if listed in ASSAY_FETCH_ALLOW`;
-}
-
 /** Refused destinations: loopback, private, link-local, CGNAT, multicast, unspecified, reserved, documentation ranges, IPv6 loopback/ULA/link-local/multicast, and IPv4-mapped (::ffff:a.b.c.d) / NAT64 (64:ff9b::/96) / 6to4 forms of refused IPv4 addresses. */
 export class AddressPolicy {
   private constructor(
@@ -226,6 +218,15 @@ export class AddressPolicy {
       hosts.add(host);
     }
     return new AddressPolicy(allowed, hosts, suffixes);
+  }
+
+  /**
+   * A refusal's message, ending with the setting that would allow the destination: the message is
+   * all a client sees, and the first a person trying Assay on one machine meets is a fetch or
+   * callback to their own machine.
+   */
+  refusalMessage(refused: string, reason: string): string {
+    return `${refused}: ${reason}; the service allows it only if listed in ASSAY_FETCH_ALLOW`;
   }
 
   /** Reason the IP is refused, or null when it may be contacted. `hostname` is the name in the URL (an allowlisted host name lets any of its addresses through but cloud metadata ones, which only an allowlisted CIDR or address lets through). */

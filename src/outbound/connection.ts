@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { type AddressPolicy, canonicalIp, refusalMessage } from './address-policy.js';
+import { type AddressPolicy, canonicalIp } from './address-policy.js';
 import { NameResolver, type ResolvedAddress } from './name-resolver.js';
 import type { Operation } from './operation.js';
 import { describe, OutboundError, OutboundRefusedError, type Target } from './target.js';
@@ -37,7 +37,9 @@ async function vettedAddresses(
   op: Operation,
 ): Promise<ResolvedAddress[]> {
   const refused = (reason: string) =>
-    new OutboundRefusedError(refusalMessage(`refused ${target.display}${target.via}`, reason));
+    new OutboundRefusedError(
+      options.policy.refusalMessage(`refused ${target.display}${target.via}`, reason),
+    );
   const literal = net.isIP(target.hostname);
   if (literal !== 0) {
     const reason = options.policy.refusal(target.hostname, target.hostname);
@@ -196,7 +198,7 @@ export async function openConnection(
       throw new OutboundRefusedError(
         reason === null
           ? `${refused}: connected to ${remote || 'an unknown address'} instead of ${address.address}`
-          : refusalMessage(refused, reason),
+          : options.policy.refusalMessage(refused, reason),
       );
     }
     if (target.url.protocol !== 'https:') return socket;
