@@ -6,11 +6,11 @@ import { hasOnlyOwnSignatures } from '../engines/clamav/signatures.js';
 import { packageVersion } from '../paths.js';
 
 /** Said when clamd has loaded only Assay's own signatures (signatures/). */
-export const TEST_SIGNATURES_ONLY =
+const TEST_SIGNATURES_ONLY =
   'clamd has only Assay\'s test signatures: it detects test files (EICAR), not real malware; add ClamAV\'s official databases (docs/OPERATIONS.md, "ClamAV and signatures")';
 
 /** Where things are once the service serves: what a person opens, and what they should know. */
-export interface WhereThingsAre {
+interface WhereThingsAre {
   url: string;
   /** The console and the API's reference page; none for a worker, which serves only /health. */
   console?: string;
@@ -20,13 +20,14 @@ export interface WhereThingsAre {
 }
 
 /** The store, without credentials: SQLite's folder, or PostgreSQL's host and database. */
-export function describeStore(config: Config): string {
+function describeStore(config: Config): string {
   if (config.databaseUrl === '') return `SQLite in ${resolve(config.dataDir)}`;
   const url = new URL(config.databaseUrl);
   return `PostgreSQL at ${url.host}${url.pathname}`;
 }
 
-export async function whereThingsAre(config: Config, url: string): Promise<WhereThingsAre> {
+/** The URLs, the store, and a warning when the managed clamd has only the test signatures. */
+async function whereThingsAre(config: Config, url: string): Promise<WhereThingsAre> {
   // The data dir's managed clamd says what it loaded in its state file, beside its socket.
   const onlyTest =
     clamdInDataDir(config) && (await hasOnlyOwnSignatures(join(config.dataDir, 'clamd'))) === true;
@@ -39,7 +40,7 @@ export async function whereThingsAre(config: Config, url: string): Promise<Where
 }
 
 /** The banner a terminal shows: a few lines a person reads at once. */
-export function banner(where: WhereThingsAre): string {
+function banner(where: WhereThingsAre): string {
   // A worker serves only /health.
   const served: [string, string] =
     where.console === undefined ? ['Health', `${where.url}/health`] : ['API', where.url];
@@ -68,7 +69,6 @@ export async function announceServing(
   config: Config,
   url: string,
   fields: Record<string, unknown> = {},
-  terminal: NodeJS.WriteStream = process.stdout,
 ): Promise<void> {
   const where = await whereThingsAre(config, url).catch((error: unknown): WhereThingsAre => {
     logger.warn({ err: error }, 'could not read what clamd loaded');
@@ -77,5 +77,5 @@ export async function announceServing(
   const line = { ...where, dataDir: config.dataDir, role: config.role, ...fields };
   if (where.warning === undefined) logger.info(line, 'assay is serving');
   else logger.warn(line, 'assay is serving');
-  if (terminal.isTTY) terminal.write(banner(where));
+  if (process.stdout.isTTY) process.stdout.write(banner(where));
 }
