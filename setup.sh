@@ -76,6 +76,11 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ "$installed_for" != "$node_major" ]; then
   say "Installing npm dependencies..."
   npm ci --no-audit --no-fund
+  # nsfwjs asks for one Node.js version exactly: npm warns on any other.
+  nsfwjs_node=$(node -p 'require("./node_modules/nsfwjs/package.json").engines?.node ?? ""')
+  if [ -n "$nsfwjs_node" ] && [ "v$nsfwjs_node" != "$(node --version)" ]; then
+    say "npm's EBADENGINE warning for nsfwjs (it asks for Node.js $nsfwjs_node exactly) is expected and harmless (Assay's tests run nsfwjs on Node.js 24)."
+  fi
   echo "$node_major" > node_modules/.assay-node-major
 fi
 

@@ -5,6 +5,7 @@ import type { Config, Role } from '../config.js';
 import { startClamd } from '../engine-setup.js';
 import { aggregateChildMetrics } from '../metrics/cluster-scrape.js';
 import { openStore } from '../store/open-store.js';
+import { announceServing } from './start-banner.js';
 
 /** What a child tells its primary once it listens. */
 export interface ChildListening {
@@ -100,16 +101,10 @@ export async function runCluster(config: Config, logger: Logger): Promise<void> 
       slot.listening = true;
       if (!serving && slots.every((s) => s.listening)) {
         serving = true;
-        logger.info(
-          {
-            url: message.url,
-            dataDir: config.dataDir,
-            role: config.role,
-            processes: config.processes,
-            roles: slots.map((s) => s.role),
-          },
-          'assay is serving',
-        );
+        void announceServing(logger, config, message.url, {
+          processes: config.processes,
+          roles: slots.map((s) => s.role),
+        });
         allListening?.();
       }
     });

@@ -6,6 +6,7 @@ import { isStoreUnavailable } from '../domain/failures.js';
 import { createLogger } from '../logger.js';
 import { startService } from '../service.js';
 import { type ChildListening, runCluster } from './cluster.js';
+import { announceServing } from './start-banner.js';
 
 interface ServeOptions {
   role?: string;
@@ -85,9 +86,6 @@ async function serveAlone(config: Config, logger: Logger): Promise<void> {
     const listening: ChildListening = { type: 'assay:listening', url: service.url };
     process.send?.(listening);
   } else {
-    logger.info(
-      { url: service.url, dataDir: config.dataDir, role: config.role },
-      'assay is serving',
-    );
+    await announceServing(logger, config, service.url);
   }
 }

@@ -13,6 +13,7 @@ import {
 } from './framework-errors.js';
 import { legacyPrefix } from './legacy-path.js';
 import { authentication } from './plugins/authentication.js';
+import { browserRoot } from './plugins/browser-root.js';
 import { proxyTrustWarnings } from './plugins/client-address.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { requestMetrics } from './plugins/request-metrics.js';
@@ -97,6 +98,7 @@ export async function buildApp(
   });
   app.addHook('onClose', async () => connections.stop());
   await app.register(requestMetrics);
+  if (!healthOnly) await app.register(browserRoot);
   await app.register(errorHandler);
   await app.register(frameworkRefusals);
   await app.register(requestTimeouts);

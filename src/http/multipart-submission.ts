@@ -53,7 +53,10 @@ export function parseCallbackUrl(name: string, value: string, policy: AddressPol
   const hostname = new URL(parseHttpUrl(name, value)).hostname;
   const reason = policy.literalRefusal(hostname);
   if (reason !== null) {
-    throw new HttpError(400, `${name} ${redactUrl(value)} is refused: ${reason}`);
+    throw new HttpError(
+      400,
+      policy.refusalMessage(`${name} ${redactUrl(value)} is refused`, reason),
+    );
   }
   return value;
 }

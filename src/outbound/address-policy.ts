@@ -220,6 +220,15 @@ export class AddressPolicy {
     return new AddressPolicy(allowed, hosts, suffixes);
   }
 
+  /**
+   * A refusal's message, ending with the setting that would allow the destination: the message is
+   * all a client sees, and the first a person trying Assay on one machine meets is a fetch or
+   * callback to their own machine.
+   */
+  refusalMessage(refused: string, reason: string): string {
+    return `${refused}: ${reason}; the service allows it only if listed in ASSAY_FETCH_ALLOW`;
+  }
+
   /** Reason the IP is refused, or null when it may be contacted. `hostname` is the name in the URL (an allowlisted host name lets any of its addresses through but cloud metadata ones, which only an allowlisted CIDR or address lets through). */
   refusal(ip: string, hostname: string): string | null {
     const bare = withoutScope(ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip);

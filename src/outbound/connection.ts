@@ -37,7 +37,9 @@ async function vettedAddresses(
   op: Operation,
 ): Promise<ResolvedAddress[]> {
   const refused = (reason: string) =>
-    new OutboundRefusedError(`refused ${target.display}${target.via}: ${reason}`);
+    new OutboundRefusedError(
+      options.policy.refusalMessage(`refused ${target.display}${target.via}`, reason),
+    );
   const literal = net.isIP(target.hostname);
   if (literal !== 0) {
     const reason = options.policy.refusal(target.hostname, target.hostname);
@@ -188,13 +190,16 @@ export async function openConnection(
     }
     // Belt and braces: the peer must be the address we vetted, and still pass the policy.
     const remote = socket.remoteAddress ?? '';
-    const reason =
-      canonicalIp(remote) === canonicalIp(address.address)
-        ? options.policy.refusal(remote, target.hostname)
-        : `connected to ${remote || 'an unknown address'} instead of ${address.address}`;
-    if (reason !== null) {
+    const sameAddress = canonicalIp(remote) === canonicalIp(address.address);
+    const reason = sameAddress ? options.policy.refusal(remote, target.hostname) : null;
+    if (!sameAddress || reason !== null) {
       socket.destroy();
-      throw new OutboundRefusedError(`refused ${target.display}${target.via}: ${reason}`);
+      const refused = `refused ${target.display}${target.via}`;
+      throw new OutboundRefusedError(
+        reason === null
+          ? `${refused}: connected to ${remote || 'an unknown address'} instead of ${address.address}`
+          : options.policy.refusalMessage(refused, reason),
+      );
     }
     if (target.url.protocol !== 'https:') return socket;
     return startTls(socket, target, options.connectTimeoutMs, op);

@@ -48,6 +48,14 @@ export async function startServe(
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true,
   });
+  return serving(t, child);
+}
+
+/**
+ * Reads the JSON log of a `serve` started in its own process group (by startServe, or `npm start`)
+ * until it serves. Killed when the test ends.
+ */
+export async function serving(t: TestContext, child: ChildProcess): Promise<ServeProcess> {
   t.after(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -60,6 +68,8 @@ export async function startServe(
   const lines = createInterface({ input: child.stdout ?? process.stdin });
   await new Promise<void>((resolve) => {
     lines.on('line', (line) => {
+      // npm's own lines (`> assay@… start`) are not the service's log.
+      if (!line.startsWith('{')) return;
       const record = JSON.parse(line) as LogRecord & { url?: string };
       messages.push(record.msg ?? '');
       records.push(record);

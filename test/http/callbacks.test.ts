@@ -138,7 +138,7 @@ describe('callbacks', () => {
         assert.equal(answer.status, 400, `${route} ${callback}`);
         assert.match(
           body.error ?? '',
-          /^callback https?:\/\/.* is refused: .* is an? (private|link-local|loopback|IPv4-mapped)/,
+          /^callback https?:\/\/.* is refused: .* is an? (private|link-local|loopback|IPv4-mapped).*; the service allows it only if listed in ASSAY_FETCH_ALLOW$/,
         );
       }
     }
@@ -174,7 +174,7 @@ describe('callbacks', () => {
     assert.equal(lines.length, 1, lines.join(' | '));
     assert.match(
       lines[0] ?? '',
-      /^callback attempt 1 to http:\/\/hooks\.test\/hook: refused .*10\.1\.2\.3 is a private address.*; given up$/,
+      /^callback attempt 1 to http:\/\/hooks\.test\/hook: refused .*10\.1\.2\.3 is a private address.*listed in ASSAY_FETCH_ALLOW; given up$/,
     );
     const deliveries = await svc.store.db.selectFrom('callback_deliveries').selectAll().execute();
     assert.deepEqual(

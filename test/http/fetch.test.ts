@@ -139,6 +139,8 @@ describe('POST /files/fetch', () => {
       const result = await pollResult(svc.url, svc.auth, String(body.id));
       assert.match(String(result.error), /refused/, `${location}: ${result.error}`);
       assert.match(String(result.error), /loopback|private|link-local/, location);
+      // What the person who runs the service would change to allow it.
+      assert.match(String(result.error), /listed in ASSAY_FETCH_ALLOW$/, location);
       assert.equal('findings' in result, false);
     }
     assert.equal(content.requests.length, requestsBefore, 'no request reached the local server');

@@ -159,3 +159,47 @@ describe('one rule for trailing slashes: every path answers with or without one'
     }
   });
 });
+
+describe('/', () => {
+  // Chromium's Accept for a page it navigates to.
+  const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8';
+
+  test("a browser's request for / goes to the web console", async (t) => {
+    const svc = await buildService(t, env());
+    for (const method of ['GET', 'HEAD']) {
+      const response = await fetch(`${svc.url}/`, {
+        method,
+        headers: { accept: browser },
+        redirect: 'manual',
+      });
+      assert.equal(response.status, 303, method);
+      assert.equal(response.headers.get('location'), '/console', method);
+    }
+    const followed = await fetch(`${svc.url}/`, { headers: { accept: browser } });
+    assert.equal(followed.status, 200);
+    assert.match(followed.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(followed.url, /\/console\/sign-in/);
+  });
+
+  test("an API client's request for / is answered as before: 404, in the API's shape", async (t) => {
+    const svc = await buildService(t, env());
+    const requests: Array<[string, Record<string, string>]> = [
+      ['GET', {}],
+      ['GET', { accept: '*/*' }],
+      ['GET', { accept: 'application/json' }],
+      ['GET', { accept: 'text/html;q=0, application/json' }],
+      ['GET', { accept: 'text/htmlx' }],
+      ['POST', { accept: browser }],
+    ];
+    for (const [method, headers] of requests) {
+      const response = await fetch(`${svc.url}/`, { method, headers, redirect: 'manual' });
+      const label = `${method} ${JSON.stringify(headers)}`;
+      assert.equal(await errorOf(response, 404), 'no resource at /', label);
+    }
+    const head = await fetch(`${svc.url}/`, { method: 'HEAD' });
+    assert.equal(head.status, 404);
+    // Only / itself: another unknown path is a 404 for a browser too.
+    const other = await fetch(`${svc.url}/nothing`, { headers: { accept: browser } });
+    assert.equal(await errorOf(other, 404), 'no resource at /nothing');
+  });
+});
