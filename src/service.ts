@@ -12,7 +12,7 @@ import {
 } from './engine-setup.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { clamdDatabasesVersion } from './engines/clamav/clamd-databases.js';
-import type { ManagedClamd } from './engines/clamav/managed-clamd.js';
+import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
@@ -56,7 +56,7 @@ const DISPATCH_STOP_GRACE_MS = 1_000;
 export interface RunningService {
   /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
   url: string;
-  managedClamd: ManagedClamd | null;
+  managedClamd: DataDirClamd | null;
   /** Every route the server answers (HEAD and OPTIONS included), as registered. */
   routes: readonly RouteEntry[];
   stop(): Promise<void>;
@@ -101,7 +101,7 @@ export async function startService(
     const outcome = await accounts.ensureBootstrapKey(keyId, secret);
     logger.info({ key: keyId, outcome }, 'bootstrap credentials');
   }
-  let managedClamd: ManagedClamd | null = null;
+  let managedClamd: DataDirClamd | null = null;
   let clamd: ClamdClient | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
