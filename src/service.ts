@@ -18,6 +18,7 @@ import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-t
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
+import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
@@ -346,7 +347,11 @@ export async function startService(
       logger,
       { healthOnly: config.role === 'worker' },
     );
-    const url = await app.listen({ host: config.host, port: config.port });
+    const url = await app
+      .listen({ host: config.host, port: config.port })
+      .catch((error: unknown) => {
+        throw listenError(error, config.host, config.port);
+      });
     if (runsJobs) {
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));

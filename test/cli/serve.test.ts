@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
-import { type ServeProcess, startServe } from '../helpers/cli.js';
+import { assayCliAsync, type ServeProcess, startServe } from '../helpers/cli.js';
 import { waitUntil } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { basic, tempDir } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
 
 function isRunning(pid: number): boolean {
   try {
@@ -166,5 +167,30 @@ describe('serve processes sharing one data dir', () => {
       serve.messages.join(' | '),
     );
     assert.equal(isRunning(serve.clamdPid), false, 'the clamd without a socket was stopped');
+  });
+
+  test('a serve on a port in use exits with one line naming ASSAY_PORT, touching nothing; the first stays ready', async (t) => {
+    const first = await startManagedServe(t);
+    const port = new URL(first.url).port;
+    const folder = clamdFolder(first.dataDir);
+    const fresh = join(tempDir(), 'data');
+    t.after(() => rmSync(join(fresh, '..'), { recursive: true, force: true }));
+    for (const dataDir of [first.dataDir, fresh]) {
+      const run = await assayCliAsync(['serve'], {
+        env: { ASSAY_DATA_DIR: dataDir, ASSAY_PORT: port, ...storeEnv(first.dataDir) },
+      });
+      assert.equal(run.status, 1, run.stderr);
+      assert.equal(run.stdout, '', 'no log: it started nothing');
+      assert.match(
+        run.stderr,
+        new RegExp(
+          `^assay: port ${port} on 127\\.0\\.0\\.1 is already in use\\b.*ASSAY_PORT[^\\n]*\\n$`,
+        ),
+      );
+    }
+    assert.equal(existsSync(fresh), false, 'a data dir that was not there is not made');
+    assert.deepEqual(clamdFolder(first.dataDir), folder, "the first's clamd folder is as it was");
+    assert.equal(await readyStatus(first.url), 200);
+    assert.equal(await scanEicar(first.url), FLAGGED);
   });
 });
