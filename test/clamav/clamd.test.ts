@@ -14,6 +14,7 @@ import {
   type ClamdVerdict,
   parseClamdAddress,
 } from '../../src/engines/clamav/clamd-client.js';
+import { DataDirClamd } from '../../src/engines/clamav/data-dir-clamd.js';
 import { clamdSignatureToFinding } from '../../src/engines/clamav/findings.js';
 import {
   type ClamdLogger,
@@ -612,6 +613,43 @@ describe('managed clamd start failures', () => {
       await assert.rejects(managed.start(), /clamd exited during start \(exit code 1\)/);
       assert.equal(managed.pid, undefined);
     } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a data dir's managed clamd shared by two users in one process", {
+  skip: findClamdBinary() === null ? 'clamd is not installed' : false,
+}, () => {
+  it("the second uses the first one's clamd and runs it once the first stops; a failed start leaves the lock", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'assay-clamd-shared-'));
+    const options = {
+      dataDir,
+      clamdPath: findClamdBinary() ?? '',
+      maxFileSize: 1024 * 1024,
+      systemDatabaseDir: '',
+      logger: silent,
+    };
+    const failing = new DataDirClamd({ ...options, clamdPath: '/bin/false' });
+    const first = new DataDirClamd(options);
+    const second = new DataDirClamd(options);
+    try {
+      await assert.rejects(failing.start(), /clamd exited during start/);
+      await first.start();
+      assert.ok(first.runsClamd && first.pid !== undefined, 'a failed start leaves the lock free');
+      await second.start();
+      assert.equal(second.runsClamd, false);
+      assert.equal(second.pid, undefined);
+      const client = new ClamdClient(second.address, { sessions: 0 });
+      assert.equal((await scan(client, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
+      await first.stop();
+      await waitFor('the second runs clamd', 30_000, async () => assert.ok(second.runsClamd));
+      const verdict = await waitFor('clamd answers again', 60_000, () => scan(client, eicar()));
+      assert.equal(verdict.signature, 'Eicar-Test-Signature.UNOFFICIAL');
+      assert.ok(second.pid !== undefined);
+    } finally {
+      await first.stop();
+      await second.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
   });
