@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -650,6 +652,42 @@ describe("a data dir's managed clamd shared by two users in one process", {
     } finally {
       await first.stop();
       await second.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a clamd still answering on the socket when the lock is taken (its runner killed) is shut down, and ours runs', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'assay-clamd-stray-'));
+    const clamdPath = findClamdBinary() ?? '';
+    const options = {
+      dataDir,
+      clamdPath,
+      maxFileSize: 1024 * 1024,
+      systemDatabaseDir: '',
+      logger: silent,
+    };
+    const runner = new DataDirClamd(options);
+    try {
+      // Its folder, then a clamd on it that no process supervises.
+      await runner.start();
+      await runner.stop();
+      const stray = spawn(clamdPath, ['-c', join(dataDir, 'clamd', 'clamd.conf')], {
+        stdio: 'ignore',
+      });
+      const strayExit = once(stray, 'exit');
+      const client = new ClamdClient(runner.address, { sessions: 0 });
+      await waitFor('the stray clamd answers', 60_000, () => client.ping());
+      await runner.start();
+      assert.ok(runner.runsClamd && runner.pid !== stray.pid);
+      const gone = await Promise.race([
+        strayExit.then(() => true),
+        sleep(30_000).then(() => false),
+      ]);
+      stray.kill('SIGKILL');
+      assert.ok(gone, 'the stray clamd was asked to shut down');
+      assert.equal((await scan(client, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
+    } finally {
+      await runner.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
   });
