@@ -158,6 +158,24 @@ describe('serve processes sharing one data dir', () => {
     assertUsedOthersClamd(second);
   });
 
+  test('a serve --processes 2 on the data dir: its children scan with the clamd another serve runs, and its primary runs it when that one is killed', async (t) => {
+    const first = await startManagedServe(t);
+    const cluster = await startServe(
+      t,
+      { ASSAY_DATA_DIR: first.dataDir, ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret' },
+      [],
+      ['--processes', '2'],
+    );
+    assert.equal(await scanEicar(cluster.url), FLAGGED);
+    first.child.kill('SIGKILL');
+    await once(first.child, 'exit');
+    await untilScanning(cluster.url, 'the primary did not run clamd');
+    assertUsedOthersClamd(cluster);
+    await waitUntil('the primary says it runs clamd', () =>
+      cluster.messages.includes('clamd started'),
+    );
+  });
+
   test('its socket removed by hand, clamd is restarted and scans again', async (t) => {
     const serve = await startManagedServe(t);
     rmSync(join(serve.dataDir, 'clamd', 'clamd.sock'));
