@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { ClamdClient } from './engines/clamav/clamd-client.js';
-import { findClamdBinary, ManagedClamd } from './engines/clamav/managed-clamd.js';
+import { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
+import { findClamdBinary } from './engines/clamav/managed-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import type { ContentEngine } from './engines/engine.js';
 import { packageVersion } from './paths.js';
@@ -19,12 +20,15 @@ export function engineCapacity(config: Config): number {
   return Math.max(config.maxFileSize, config.legacyMaxPostSize);
 }
 
-/** Assay's own clamd when ASSAY_CLAMD is `managed`; null for an external one. */
+/**
+ * The data dir's managed clamd when ASSAY_CLAMD is `managed` (run here, or by another process on
+ * the same data dir, whose socket is then used); null for an external one.
+ */
 export async function startClamd(
   config: Config,
   logger: Logger,
   onLoadChange?: () => void,
-): Promise<ManagedClamd | null> {
+): Promise<DataDirClamd | null> {
   if (config.clamd.mode === 'external') return null;
   const clamdPath = findClamdBinary();
   if (clamdPath === null) {
@@ -32,7 +36,7 @@ export async function startClamd(
       'clamd is not installed: install it (apt-get install clamav-daemon) or set ASSAY_CLAMD to a running clamd',
     );
   }
-  const managed = new ManagedClamd({
+  const managed = new DataDirClamd({
     dataDir: config.dataDir,
     clamdPath,
     maxFileSize: engineCapacity(config),
@@ -48,8 +52,8 @@ export async function startClamd(
 }
 
 /**
- * Whether clamd is the data dir's managed one: started here, or by the `--processes` primary,
- * which hands its children the socket it keeps in the data dir.
+ * Whether clamd is the data dir's managed one: run here or by another process on the data dir,
+ * or handed to a `--processes` child by its primary.
  */
 export function clamdInDataDir(config: Config): boolean {
   return (

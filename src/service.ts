@@ -13,12 +13,13 @@ import {
 } from './engine-setup.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { clamdDatabasesVersion } from './engines/clamav/clamd-databases.js';
-import type { ManagedClamd } from './engines/clamav/managed-clamd.js';
+import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, type RouteEntry } from './http/app.js';
+import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
@@ -57,7 +58,7 @@ const DISPATCH_STOP_GRACE_MS = 1_000;
 export interface RunningService {
   /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
   url: string;
-  managedClamd: ManagedClamd | null;
+  managedClamd: DataDirClamd | null;
   /** Every route the server answers (HEAD and OPTIONS included), as registered. */
   routes: readonly RouteEntry[];
   stop(): Promise<void>;
@@ -104,7 +105,7 @@ export async function startService(
     const outcome = await accounts.ensureBootstrapKey(keyId, secret);
     logger.info({ key: keyId, outcome }, 'bootstrap credentials');
   }
-  let managedClamd: ManagedClamd | null = null;
+  let managedClamd: DataDirClamd | null = null;
   let clamd: ClamdClient | null = null;
   let detector: ContentTypeDetector | null = null;
   const engines: ContentEngine[] = nsfwEngines(config.nsfw, logger.child({ component: 'nsfw' }));
@@ -350,7 +351,11 @@ export async function startService(
       logger,
       { healthOnly: config.role === 'worker' },
     );
-    const url = await app.listen({ host: config.host, port: config.port });
+    const url = await app
+      .listen({ host: config.host, port: config.port })
+      .catch((error: unknown) => {
+        throw listenError(error, config.host, config.port);
+      });
     if (runsJobs) {
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { type Config, loadConfig } from '../config.js';
 import { isStoreUnavailable } from '../domain/failures.js';
+import { checkPortFree } from '../http/listen-port.js';
 import { createLogger } from '../logger.js';
 import { startService } from '../service.js';
 import { type ChildListening, runCluster } from './cluster.js';
@@ -31,6 +32,9 @@ async function serve(options: ServeOptions): Promise<void> {
     if (options.processes !== undefined) process.env.ASSAY_PROCESSES = options.processes;
   }
   const config = loadConfig();
+  // Before anything opens the store or the data dir's clamd: a second `serve` on the port of one
+  // already running leaves with one line and nothing touched. (Children share their primary's.)
+  if (cluster.isPrimary) await checkPortFree(config.host, config.port);
   const logger = createLogger(config);
   if (cluster.isPrimary && config.processes > 1) {
     await runCluster(config, logger);

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -14,6 +16,7 @@ import {
   type ClamdVerdict,
   parseClamdAddress,
 } from '../../src/engines/clamav/clamd-client.js';
+import { DataDirClamd } from '../../src/engines/clamav/data-dir-clamd.js';
 import { clamdSignatureToFinding } from '../../src/engines/clamav/findings.js';
 import {
   type ClamdLogger,
@@ -612,6 +615,79 @@ describe('managed clamd start failures', () => {
       await assert.rejects(managed.start(), /clamd exited during start \(exit code 1\)/);
       assert.equal(managed.pid, undefined);
     } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a data dir's managed clamd shared by two users in one process", {
+  skip: findClamdBinary() === null ? 'clamd is not installed' : false,
+}, () => {
+  it("the second uses the first one's clamd and runs it once the first stops; a failed start leaves the lock", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'assay-clamd-shared-'));
+    const options = {
+      dataDir,
+      clamdPath: findClamdBinary() ?? '',
+      maxFileSize: 1024 * 1024,
+      systemDatabaseDir: '',
+      logger: silent,
+    };
+    const failing = new DataDirClamd({ ...options, clamdPath: '/bin/false' });
+    const first = new DataDirClamd(options);
+    const second = new DataDirClamd(options);
+    try {
+      await assert.rejects(failing.start(), /clamd exited during start/);
+      await first.start();
+      assert.ok(first.runsClamd && first.pid !== undefined, 'a failed start leaves the lock free');
+      await second.start();
+      assert.equal(second.runsClamd, false);
+      assert.equal(second.pid, undefined);
+      const client = new ClamdClient(second.address, { sessions: 0 });
+      assert.equal((await scan(client, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
+      await first.stop();
+      await waitFor('the second runs clamd', 30_000, async () => assert.ok(second.runsClamd));
+      const verdict = await waitFor('clamd answers again', 60_000, () => scan(client, eicar()));
+      assert.equal(verdict.signature, 'Eicar-Test-Signature.UNOFFICIAL');
+      assert.ok(second.pid !== undefined);
+    } finally {
+      await first.stop();
+      await second.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a clamd still answering on the socket when the lock is taken (its runner killed) is shut down, and ours runs', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'assay-clamd-stray-'));
+    const clamdPath = findClamdBinary() ?? '';
+    const options = {
+      dataDir,
+      clamdPath,
+      maxFileSize: 1024 * 1024,
+      systemDatabaseDir: '',
+      logger: silent,
+    };
+    const runner = new DataDirClamd(options);
+    try {
+      // Its folder, then a clamd on it that no process supervises.
+      await runner.start();
+      await runner.stop();
+      const stray = spawn(clamdPath, ['-c', join(dataDir, 'clamd', 'clamd.conf')], {
+        stdio: 'ignore',
+      });
+      const strayExit = once(stray, 'exit');
+      const client = new ClamdClient(runner.address, { sessions: 0 });
+      await waitFor('the stray clamd answers', 60_000, () => client.ping());
+      await runner.start();
+      assert.ok(runner.runsClamd && runner.pid !== stray.pid);
+      const gone = await Promise.race([
+        strayExit.then(() => true),
+        sleep(30_000).then(() => false),
+      ]);
+      stray.kill('SIGKILL');
+      assert.ok(gone, 'the stray clamd was asked to shut down');
+      assert.equal((await scan(client, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
+    } finally {
+      await runner.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
   });

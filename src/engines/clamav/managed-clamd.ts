@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -53,6 +53,8 @@ const STOP_GRACE_MS = 10_000;
 const OUTPUT_TAIL_LINES = 20;
 const SETPRIV = '/usr/bin/setpriv';
 const SIGNATURE_CHECK_MS = 10_000;
+// How often the socket is looked for: a clamd whose socket was removed is restarted.
+const SOCKET_CHECK_MS = 1_000;
 // Starts that may each refuse database files clamd could not load before giving up.
 const START_ATTEMPTS = 5;
 
@@ -84,7 +86,10 @@ interface Child {
   answered: boolean;
 }
 
-/** Assay's own clamd: a foreground child with its own config and database, restarted if it dies. */
+/**
+ * Assay's own clamd: a foreground child with its own config and database, restarted if it dies.
+ * One process per data dir runs it (DataDirClamd decides which).
+ */
 export class ManagedClamd {
   readonly address: ClamdAddress;
   readonly limits: ClamdLimits;
@@ -97,6 +102,7 @@ export class ManagedClamd {
   /** What clamd has loaded, for the verdict cache's key. */
   private readonly loads: ClamdLoads;
   private signatureCheck: NodeJS.Timeout | undefined;
+  private socketCheck: NodeJS.Timeout | undefined;
   private readonly outputTail: string[] = [];
   private child: Child | undefined;
   private running = false;
@@ -168,6 +174,8 @@ export class ManagedClamd {
       checkMs,
     );
     this.signatureCheck.unref();
+    this.socketCheck = setInterval(() => this.restartIfSocketGone(), SOCKET_CHECK_MS);
+    this.socketCheck.unref();
     this.options.logger.info(
       { pid: this.pid, ms: Date.now() - startedAt, socket: this.socketPath },
       'clamd started',
@@ -178,6 +186,7 @@ export class ManagedClamd {
     this.running = false;
     clearTimeout(this.restartTimer);
     clearInterval(this.signatureCheck);
+    clearInterval(this.socketCheck);
     const child = this.child;
     if (child !== undefined && child.exit === undefined) {
       child.process.kill('SIGTERM');
@@ -195,6 +204,21 @@ export class ManagedClamd {
     if (!(await this.databases.sync())) return;
     this.options.logger.info({}, 'signature databases changed; clamd loads them');
     await reloadClamd(this.socketPath, this.options.logger);
+  }
+
+  /**
+   * A socket removed under a running clamd (by hand, or by a process that thought it stale) leaves
+   * it serving no one: it is stopped, and restarted as if it had died.
+   */
+  private restartIfSocketGone(): void {
+    const child = this.child;
+    if (!this.running || child?.answered !== true || child.exit !== undefined) return;
+    if (existsSync(this.socketPath)) return;
+    this.options.logger.warn(
+      { pid: child.process.pid, socket: this.socketPath },
+      'clamd socket is gone; restarting clamd',
+    );
+    child.process.kill('SIGTERM');
   }
 
   private async prepareFiles(): Promise<void> {
@@ -223,7 +247,8 @@ export class ManagedClamd {
   }
 
   private spawnChild(): Child {
-    rmSync(this.socketPath, { force: true });
+    // A socket left by a clamd that died is removed by clamd itself (FixStaleSocket), and only if
+    // nothing answers on it.
     const { clamdPath } = this.options;
     const args = ['-c', this.configPath];
     // setpriv makes the kernel stop clamd even if Assay dies without running exit handlers (SIGKILL, OOM).
