@@ -12,7 +12,7 @@ import {
   startClamd,
 } from './engine-setup.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
-import { clamdDatabasesVersion } from './engines/clamav/clamd-databases.js';
+import { clamdDatabasesVersion, refusedDatabases } from './engines/clamav/clamd-databases.js';
 import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
@@ -337,6 +337,7 @@ export async function startService(
           Math.max(config.maxFileSize, config.legacyMaxPostSize) + MULTIPART_OVERHEAD,
           runsJobs ? queueStatus : null,
           databasesVersion,
+          refusedDatabases(clamdAddress),
         ),
         outbound,
         syncScans: new SyncScanLimit(config.syncConcurrency, config.accountSyncConcurrency),

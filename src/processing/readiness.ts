@@ -5,8 +5,9 @@ import type { QueueReport, QueueStatus } from './queue-status.js';
 
 /**
  * What readiness depends on, asked together: the store, the malware engine, room in the spool,
- * the spool answering (ContentSpool.check: cheap, shared, reused for a second), and the version of
- * what clamd has loaded (none while it loads, or while a change on disk is not loaded yet).
+ * the spool answering (ContentSpool.check: cheap, shared, reused for a second), the version of
+ * what clamd has loaded (none while it loads, or while a change on disk is not loaded yet), and
+ * the database files it could not load.
  */
 export class Readiness {
   constructor(
@@ -19,6 +20,8 @@ export class Readiness {
     private readonly queue: QueueStatus | null,
     /** The version of every database clamd has loaded (throws while it is loading them). */
     private readonly databasesVersion: () => Promise<string>,
+    /** The database files clamd could not load, left out (by name). */
+    private readonly refusedDatabases: () => Promise<string[]> = async () => [],
   ) {}
 
   /** Whether this process runs jobs, so its readiness reports the queue. */
@@ -40,6 +43,7 @@ export class Readiness {
       PromiseSettledResult<QueueReport | null>,
       PromiseSettledResult<void>,
       PromiseSettledResult<string>,
+      PromiseSettledResult<string[]>,
     ]
   > {
     return Promise.allSettled([
@@ -49,6 +53,7 @@ export class Readiness {
       this.queue?.report() ?? Promise.resolve(null),
       this.spool.check(),
       this.databasesVersion(),
+      this.refusedDatabases(),
     ]);
   }
 }

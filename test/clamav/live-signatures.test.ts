@@ -32,24 +32,52 @@ function carrying(marker: Buffer | string): Buffer {
   return Buffer.concat([randomContent(700), Buffer.from(marker), randomContent(700)]);
 }
 
-async function scan(
-  svc: TestService,
-  content: Buffer,
-): Promise<{ id: string; findings: string[] }> {
-  const response = await fetch(`${svc.url}/v2.2/files`, {
+// A YARA rule clamd parses but cannot load: PCRE2 refuses the regex when clamd compiles its whole
+// set, and clamd's message names no file.
+function uncompilableRule(name: string): string {
+  return `rule ${name} { strings: $r = /a[^b]{1,100000}b/ condition: $r }\n`;
+}
+
+function postScan(svc: TestService, content: Buffer): Promise<Response> {
+  return fetch(`${svc.url}/v2.2/files`, {
     method: 'POST',
     headers: { authorization: svc.auth },
     body: uploadForm(content),
   });
+}
+
+async function scan(
+  svc: TestService,
+  content: Buffer,
+): Promise<{ id: string; findings: string[] }> {
+  const response = await postScan(svc, content);
   assert.equal(response.status, 201, await response.clone().text());
   return (await response.json()) as { id: string; findings: string[] };
 }
 
-async function databasesVersion(svc: TestService): Promise<string | null> {
+interface ClamavReadiness {
+  databases_version: string | null;
+  refused_databases: string[];
+}
+
+async function clamavReadiness(svc: TestService): Promise<ClamavReadiness> {
   const ready = await fetch(`${svc.url}/health/ready`);
   assert.equal(ready.status, 200);
-  const body = (await ready.json()) as { engines: Array<{ databases_version: string | null }> };
-  return body.engines[0]?.databases_version ?? null;
+  const body = (await ready.json()) as { engines: ClamavReadiness[] };
+  const [clamav] = body.engines;
+  assert.ok(clamav !== undefined);
+  return clamav;
+}
+
+async function databasesVersion(svc: TestService): Promise<string | null> {
+  return (await clamavReadiness(svc)).databases_version;
+}
+
+/** The error that names `file` as a refused database. */
+function refusal(log: ReturnType<typeof capturedLogger>, file: string) {
+  return log
+    .records()
+    .find((r) => r.file === file && String(r.msg).startsWith('signature database refused'));
 }
 
 async function flaggedSoon(svc: TestService, content: () => Buffer, finding: string) {
@@ -60,7 +88,11 @@ async function flaggedSoon(svc: TestService, content: () => Buffer, finding: str
   );
 }
 
-async function serviceWithFolders(t: TestContext, atStart: (own: string) => void = () => {}) {
+async function serviceWithFolders(
+  t: TestContext,
+  atStart: (own: string) => void = () => {},
+  env: Record<string, string> = {},
+) {
   const dir = tempDir('assay-signatures-');
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const operator = join(dir, 'mine');
@@ -75,6 +107,7 @@ async function serviceWithFolders(t: TestContext, atStart: (own: string) => void
       ASSAY_SIGNATURES_DIR: operator,
       ASSAY_CLAMD_DATABASE_DIR: official,
       ASSAY_SIGNATURES_CHECK: '1',
+      ...env,
     },
     log.logger,
   );
@@ -162,9 +195,10 @@ describe('signatures, live', () => {
       refused.some((r) => r.file === join(operator, 'broken.yar')),
       `an error names the broken rule file: ${JSON.stringify(refused)}`,
     );
-    const now = await databasesVersion(svc);
-    assert.match(now ?? '', /^sha256:/, 'ready, on a known set');
-    assert.notEqual(now, version);
+    const now = await clamavReadiness(svc);
+    assert.match(now.databases_version ?? '', /^sha256:/, 'ready, on a known set');
+    assert.notEqual(now.databases_version, version);
+    assert.deepEqual(now.refused_databases, ['broken.ndb']);
 
     // Mended, the refused file is loaded.
     const mended = randomBytes(24);
@@ -187,6 +221,139 @@ describe('signatures, live', () => {
         .some((r) => r.file === join(operator, 'broken.ndb') && /refused/.test(String(r.msg))),
       'an error names the broken database',
     );
-    assert.match((await databasesVersion(svc)) ?? '', /^sha256:/);
+    const ready = await clamavReadiness(svc);
+    assert.match(ready.databases_version ?? '', /^sha256:/);
+    assert.deepEqual(ready.refused_databases, ['broken.ndb']);
+  });
+
+  // Issue 39: a file clamd refuses with a message naming none is found by checking the new files.
+  test('a rule file clamd refuses without naming it, added at run time, is found and left out; the rest loads', async (t) => {
+    const { svc, operator, log } = await serviceWithFolders(t);
+    const good = randomBytes(24);
+    writeAtOnce(join(operator, 'good.ndb'), ndb('Assay.Test.Good', good));
+    await flaggedSoon(svc, () => carrying(good), 'content.malicious.assay.test.good');
+    const version = await databasesVersion(svc);
+
+    const later = randomBytes(24);
+    const yaraMarker = `assay-yara-${randomBytes(12).toString('hex')}`;
+    writeAtOnce(join(operator, 'uncompilable.yar'), uncompilableRule('Uncompilable'));
+    writeAtOnce(join(operator, 'later.ndb'), ndb('Assay.Test.Later', later));
+    writeAtOnce(join(operator, 'later.yar'), yara('AssayLaterRule', yaraMarker));
+    await flaggedSoon(svc, () => carrying(later), 'content.malicious.assay.test.later');
+    await flaggedSoon(svc, () => carrying(yaraMarker), 'content.malicious.yara.assaylaterrule');
+    assert.deepEqual((await scan(svc, carrying(good))).findings, [
+      'content.malicious.assay.test.good',
+    ]);
+    const error = refusal(log, join(operator, 'uncompilable.yar'));
+    assert.equal(error?.level, 50, `an error names the file: ${JSON.stringify(error)}`);
+    assert.match(String(error?.reason), /PCRE2/, "with clamd's reason");
+    let ready: ClamavReadiness | undefined;
+    await waitUntil(
+      'readiness shows the set loaded without the file, and names it',
+      async () => {
+        ready = await clamavReadiness(svc);
+        return ready.databases_version !== null && ready.databases_version !== version;
+      },
+      30_000,
+    );
+    assert.match(ready?.databases_version ?? '', /^sha256:[0-9a-f]{16}$/);
+    assert.deepEqual(ready?.refused_databases, ['uncompilable.yar']);
+
+    // Mended, it is loaded, and no longer named.
+    const mended = `assay-yara-${randomBytes(12).toString('hex')}`;
+    writeAtOnce(join(operator, 'uncompilable.yar'), yara('AssayMendedRule', mended));
+    await flaggedSoon(svc, () => carrying(mended), 'content.malicious.yara.assaymendedrule');
+    await waitUntil(
+      'readiness names no refused file',
+      async () => (await clamavReadiness(svc)).refused_databases.length === 0,
+      30_000,
+    );
+  });
+
+  test('a clamd restarted by its supervisor starts without a file it cannot load', async (t) => {
+    const good = randomBytes(24);
+    const yaraMarker = `assay-yara-${randomBytes(12).toString('hex')}`;
+    // No check of the folders during the test: the change reaches clamd only through its restart.
+    const { svc, operator, log } = await serviceWithFolders(
+      t,
+      (dir) => {
+        writeFileSync(join(dir, 'good.ndb'), ndb('Assay.Test.Good', good));
+        writeFileSync(join(dir, 'mine.yar'), yara('AssayMine', yaraMarker));
+      },
+      { ASSAY_SIGNATURES_CHECK: '3600' },
+    );
+    assert.deepEqual((await scan(svc, carrying(yaraMarker))).findings, [
+      'content.malicious.yara.assaymine',
+    ]);
+    const version = await databasesVersion(svc);
+    const firstPid = svc.service.managedClamd?.pid;
+    assert.ok(firstPid !== undefined);
+
+    writeAtOnce(join(operator, 'mine.yar'), uncompilableRule('Uncompilable'));
+    process.kill(firstPid, 'SIGKILL');
+    await waitUntil(
+      'a restarted clamd scans',
+      async () => {
+        const response = await postScan(svc, carrying(good));
+        if (response.status !== 201) return false;
+        const { findings } = (await response.json()) as { findings: string[] };
+        return findings.includes('content.malicious.assay.test.good');
+      },
+      60_000,
+    );
+    assert.notEqual(svc.service.managedClamd?.pid, firstPid);
+    assert.equal(refusal(log, join(operator, 'mine.yar'))?.level, 50, 'an error names the file');
+    // Assay records the set a moment after clamd answers.
+    let ready: ClamavReadiness | undefined;
+    await waitUntil(
+      'readiness shows the set loaded without the file',
+      async () => {
+        ready = await clamavReadiness(svc);
+        return ready.databases_version !== null;
+      },
+      30_000,
+    );
+    assert.match(ready?.databases_version ?? '', /^sha256:/);
+    assert.notEqual(ready?.databases_version, version);
+    assert.deepEqual(ready?.refused_databases, ['mine.yar']);
+  });
+
+  test('Assay starts with two files clamd refuses without naming them among others, each found in few checks', async (t) => {
+    const good = randomBytes(24);
+    const markers = [1, 2, 3, 4].map(() => `assay-yara-${randomBytes(12).toString('hex')}`);
+    const { svc, operator, log } = await serviceWithFolders(t, (dir) => {
+      writeFileSync(join(dir, 'good.ndb'), ndb('Assay.Test.Good', good));
+      markers.forEach((marker, index) => {
+        writeFileSync(join(dir, `rules-${index}.yar`), yara(`AssayRule${index}`, marker));
+      });
+      writeFileSync(join(dir, 'rules-0b.yar'), uncompilableRule('Uncompilable0'));
+      writeFileSync(join(dir, 'rules-2b.yar'), uncompilableRule('Uncompilable2'));
+    });
+    assert.deepEqual((await scan(svc, carrying(good))).findings, [
+      'content.malicious.assay.test.good',
+    ]);
+    for (const [index, marker] of markers.entries()) {
+      assert.deepEqual((await scan(svc, carrying(marker))).findings, [
+        `content.malicious.yara.assayrule${index}`,
+      ]);
+    }
+    for (const name of ['rules-0b.yar', 'rules-2b.yar']) {
+      const error = refusal(log, join(operator, name));
+      assert.equal(error?.level, 50, `an error names ${name}`);
+      assert.match(String(error?.reason), /PCRE2/, "with clamd's reason");
+    }
+    // Seven new files, then six: at most ceil(log2(7)) + 1 checks each.
+    const found = log
+      .records()
+      .filter((r) => r.msg === 'found the database file clamd cannot load');
+    assert.equal(found.length, 2);
+    assert.ok(
+      found.every((r) => Number(r.checks) <= 4),
+      JSON.stringify(found),
+    );
+    const ready = await clamavReadiness(svc);
+    assert.match(ready.databases_version ?? '', /^sha256:/);
+    assert.deepEqual(ready.refused_databases, ['rules-0b.yar', 'rules-2b.yar']);
+    assert.equal(JSON.stringify(ready).includes(operator), false, 'readiness names no folder');
   });
 });

@@ -1,6 +1,6 @@
 import { mkdir, rm, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type DatabaseFileStat, databaseFiles } from './clamd-databases.js';
+import { type DatabaseFileStat, databaseFiles, fileIdentity } from './clamd-databases.js';
 import type { ClamdLogger } from './managed-clamd.js';
 
 /** A folder of ClamAV databases the managed clamd loads. */
@@ -30,8 +30,8 @@ export interface RefusedFile {
  */
 export class ClamdDatabaseDir {
   private readonly linked = new Map<string, Linked>();
-  /** Source path -> the identity (stat) that was refused. */
-  private readonly refused = new Map<string, string>();
+  /** Source path -> the identity (stat) that was refused, and its name in clamd's folder. */
+  private readonly refused = new Map<string, { stat: string; name: string }>();
   private readonly clashes = new Set<string>();
 
   constructor(
@@ -103,7 +103,9 @@ export class ClamdDatabaseDir {
         all = false;
         continue;
       }
-      this.refused.set(file.path, file.stat);
+      // As it is now: it may have changed since it was linked (a clamd restart read it through
+      // its link).
+      this.refused.set(file.path, { stat: (await fileIdentity(file.path)) ?? file.stat, name });
       this.linked.delete(name);
       await unlink(join(this.dir, name)).catch(ignoreMissing);
       this.logger.error(
@@ -119,12 +121,23 @@ export class ClamdDatabaseDir {
     return this.linked.get(name)?.path;
   }
 
+  /** The files linked now, by name in clamd's folder. */
+  files(): Array<{ name: string } & Linked> {
+    return [...this.linked].map(([name, file]) => ({ name, ...file }));
+  }
+
+  /** The names of the files refused now (until they change or go), for readiness. */
+  refusedNames(): string[] {
+    return [...this.refused.values()].map((file) => file.name).sort();
+  }
+
   private names(kind: SignatureSource['kind']): string[] {
     return [...this.linked].filter(([, file]) => file.kind === kind).map(([name]) => name);
   }
 
   private async wanted(): Promise<Map<string, Linked>> {
     const wanted = new Map<string, Linked>();
+    const stillRefused = new Set<string>();
     for (const source of this.sources) {
       let files: DatabaseFileStat[];
       try {
@@ -135,8 +148,10 @@ export class ClamdDatabaseDir {
         continue;
       }
       for (const file of files) {
-        if (this.refused.get(file.path) === file.stat) continue;
-        this.refused.delete(file.path);
+        if (this.refused.get(file.path)?.stat === file.stat) {
+          stillRefused.add(file.path);
+          continue;
+        }
         if (wanted.has(file.name)) {
           if (!this.clashes.has(file.path)) {
             this.clashes.add(file.path);
@@ -149,6 +164,10 @@ export class ClamdDatabaseDir {
         }
         wanted.set(file.name, { path: file.path, stat: file.stat, kind: source.kind });
       }
+    }
+    // A refused file that changed is tried again; one that went is no longer refused.
+    for (const path of this.refused.keys()) {
+      if (!stillRefused.has(path)) this.refused.delete(path);
     }
     return wanted;
   }

@@ -28,9 +28,12 @@ export interface DatabaseSet {
 
 /**
  * What a managed clamd has loaded: `loaded` with the set, or `loading` (a start or reload under
- * way, or a set that changed while it loaded): then no verdict may be reused or stored.
+ * way, or a set that changed while it loaded): then no verdict may be reused or stored. `refused`
+ * names the files left out because clamd could not load them.
  */
-export type LoadState = { state: 'loaded'; set: DatabaseSet } | { state: 'loading' };
+export type LoadState = ({ state: 'loaded'; set: DatabaseSet } | { state: 'loading' }) & {
+  refused?: string[];
+};
 
 /** The database files in `dir`, sorted by name, links followed (as clamd follows them). */
 export async function databaseFiles(dir: string): Promise<DatabaseFileStat[]> {
@@ -45,12 +48,17 @@ export async function databaseFiles(dir: string): Promise<DatabaseFileStat[]> {
   for (const name of names.sort()) {
     if (!DATABASE_FILE.test(name)) continue;
     const path = join(dir, name);
-    const info = await stat(path, { bigint: true }).catch(() => null);
-    if (info === null || !info.isFile()) continue;
-    const identity = [info.dev, info.ino, info.size, info.mtimeNs, info.ctimeNs].join(':');
-    files.push({ name, path, stat: identity });
+    const identity = await fileIdentity(path);
+    if (identity !== null) files.push({ name, path, stat: identity });
   }
   return files;
+}
+
+/** A file's identity on disk (`DatabaseFileStat.stat`); null if it is not a file (any more). */
+export async function fileIdentity(path: string): Promise<string | null> {
+  const info = await stat(path, { bigint: true }).catch(() => null);
+  if (info === null || !info.isFile()) return null;
+  return [info.dev, info.ino, info.size, info.mtimeNs, info.ctimeNs].join(':');
 }
 
 /** Whether two listings name the same files, unchanged. */
@@ -108,6 +116,15 @@ export async function readLoadState(dir: string): Promise<LoadState | null> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
   }
+}
+
+/**
+ * The names of the database files a managed clamd left out because it could not load them (its
+ * state file beside its socket); none for a clamd Assay does not run.
+ */
+export function refusedDatabases(address: ClamdAddress): () => Promise<string[]> {
+  const stateDir = address.kind === 'unix' ? dirname(address.path) : null;
+  return async () => (stateDir === null ? [] : ((await readLoadState(stateDir))?.refused ?? []));
 }
 
 /** Why no databases version can be given now: the verdict cache is off for the item. */

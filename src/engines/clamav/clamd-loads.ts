@@ -5,9 +5,12 @@ import {
   DatabaseDigests,
   type DatabaseSet,
   databaseFiles,
+  type LoadState,
+  readLoadState,
   sameFiles,
   writeLoadState,
 } from './clamd-databases.js';
+import { type ClamdLoadCheck, findRefusedFile } from './clamd-load-check.js';
 import type { ClamdLogger } from './managed-clamd.js';
 
 /**
@@ -25,6 +28,10 @@ export class ClamdLoads {
   private reloadBefore: Promise<DatabaseSet> | null = null;
   /** Database files the load under way could not read, as clamd named them. */
   private failed: RefusedFile[] = [];
+  /** The files of the last set clamd loaded here (null: not read yet from the state file). */
+  private lastLoaded: DatabaseSet['files'] | null = null;
+  /** A start or reload began and has not ended in a loaded set. */
+  private unsettled = false;
   private readonly dbDir: string;
 
   constructor(
@@ -37,6 +44,8 @@ export class ClamdLoads {
       onLoadChange?: () => void;
       /** Asks clamd to load its databases again. */
       reload: () => Promise<void>;
+      /** A throwaway clamd, to find a file clamd refuses without naming it. */
+      check: ClamdLoadCheck;
     },
   ) {
     this.dbDir = databases.dir;
@@ -44,17 +53,25 @@ export class ClamdLoads {
 
   /** Before clamd starts: `loading`, and the set it is about to read. */
   async starting(): Promise<DatabaseSet> {
+    this.unsettled = true;
+    // At Assay's start, what the data dir's clamd last loaded: only files changed since are new.
+    if (this.lastLoaded === null) {
+      const previous = await readLoadState(this.stateDir).catch(() => null);
+      this.lastLoaded = previous?.state === 'loaded' ? previous.set.files : [];
+    }
     await this.markLoading();
     return this.digests.of(this.dbDir);
   }
 
   /** After clamd loaded `before`: `loaded` if the files are still those, else load again. */
   async settle(before: DatabaseSet): Promise<void> {
+    this.unsettled = false;
+    this.lastLoaded = before.files;
     if (sameFiles(await databaseFiles(this.dbDir), before.files)) {
-      await writeLoadState(this.stateDir, { state: 'loaded', set: before });
+      await this.writeState({ state: 'loaded', set: before });
       this.options.logger.info({ databases: before.digest }, 'clamd databases loaded');
     } else {
-      await writeLoadState(this.stateDir, { state: 'loading' });
+      await this.writeState({ state: 'loading' });
       this.options.logger.warn({}, 'clamd databases changed while they loaded; reloading');
       await this.options.reload();
     }
@@ -69,13 +86,57 @@ export class ClamdLoads {
   }
 
   /**
-   * Refuses the database files the last load could not read (clamd exited at its start, or kept
-   * its previous set); false when there were none or one cannot be refused.
+   * After a load that failed (clamd exited at its start, or kept its previous set): refuses the
+   * database files clamd named, or else the one file of those new since the last loaded set that
+   * a check clamd refuses (found by halving them). False when there is none, one cannot be
+   * refused, or no load failed (a clamd that died after its load).
    */
   async refuseFailed(): Promise<boolean> {
     const failed = this.failed;
     this.failed = [];
-    return this.databases.refuse(failed);
+    if (failed.length > 0) return this.databases.refuse(failed);
+    if (!this.unsettled) return false;
+    const found = await this.findRefused();
+    return found !== null && (await this.databases.refuse([found]));
+  }
+
+  /**
+   * The one file a check clamd refuses (checked beside Assay's own files), if any, among those
+   * new or changed since the last loaded set (all of them if none is: clamd itself changed).
+   */
+  private async findRefused(): Promise<RefusedFile | null> {
+    // Compared as clamd reads them now: a linked file may have changed since it was linked.
+    const current = new Map((await databaseFiles(this.dbDir)).map((file) => [file.name, file]));
+    const files = this.databases.files().filter((file) => current.has(file.name));
+    const loaded = new Map((this.lastLoaded ?? []).map((file) => [file.name, file.stat]));
+    const others = files.filter((file) => file.kind !== 'own');
+    const changed = others.filter((file) => loaded.get(file.name) !== current.get(file.name)?.stat);
+    const candidates = changed.length > 0 ? changed : others;
+    if (candidates.length === 0) return null;
+    const started = Date.now();
+    const { check, logger } = this.options;
+    logger.warn(
+      { candidates: candidates.length },
+      'clamd could not load its databases and names no file: checking which one it cannot load',
+    );
+    const { refused, checks } = await findRefusedFile(
+      files.filter((file) => file.kind === 'own'),
+      candidates,
+      (subset) => check.loads(subset),
+      logger,
+    );
+    logger.info(
+      {
+        file: refused?.file.path ?? null,
+        candidates: candidates.length,
+        checks,
+        ms: Date.now() - started,
+      },
+      refused === null
+        ? 'no database file found at fault'
+        : 'found the database file clamd cannot load',
+    );
+    return refused === null ? null : { name: refused.file.name, reason: refused.reason };
   }
 
   /** Any line of clamd's output, its first load's included: files it could not load. */
@@ -116,6 +177,7 @@ export class ClamdLoads {
     } else if (line.includes('Database reload failed, keeping the previous instance')) {
       this.enqueue(async () => {
         this.reloadBefore = null;
+        this.unsettled = true;
         // Still `loading`: no verdict is reused or stored until a load succeeds.
         if (await this.refuseFailed()) {
           await this.options.reload();
@@ -130,8 +192,13 @@ export class ClamdLoads {
   }
 
   private async markLoading(): Promise<void> {
-    await writeLoadState(this.stateDir, { state: 'loading' });
+    await this.writeState({ state: 'loading' });
     this.options.onLoadChange?.();
+  }
+
+  /** The state, with the files refused now (readiness names them). */
+  private async writeState(state: LoadState): Promise<void> {
+    await writeLoadState(this.stateDir, { ...state, refused: this.databases.refusedNames() });
   }
 }
 

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClamdAddress, ClamdClient } from './clamd-client.js';
 import { type ClamdLimits, clamdConfig, clamdLimits } from './clamd-config.js';
 import { ClamdDatabaseDir, type SignatureSource } from './clamd-database-dir.js';
+import { ClamdLoadCheck } from './clamd-load-check.js';
 import { ClamdLoads, reloadClamd } from './clamd-loads.js';
 import { ownSignaturesDir } from './signatures.js';
 
@@ -55,8 +56,6 @@ const SETPRIV = '/usr/bin/setpriv';
 const SIGNATURE_CHECK_MS = 10_000;
 // How often the socket is looked for: a clamd whose socket was removed is restarted.
 const SOCKET_CHECK_MS = 1_000;
-// Starts that may each refuse database files clamd could not load before giving up.
-const START_ATTEMPTS = 5;
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -75,6 +74,14 @@ export function findClamdBinary(): string | null {
     .filter((dir) => dir !== '')
     .map((dir) => join(dir, 'clamd'));
   return [...known, ...onPath].find(isExecutableFile) ?? null;
+}
+
+/** How clamd is run with `configPath`: setpriv makes the kernel stop it if Assay dies (SIGKILL, OOM). */
+export function clamdCommand(clamdPath: string, configPath: string): [string, string[]] {
+  const args = ['-c', configPath];
+  return process.platform === 'linux' && isExecutableFile(SETPRIV)
+    ? [SETPRIV, ['--pdeathsig', 'TERM', '--', clamdPath, ...args]]
+    : [clamdPath, args];
 }
 
 interface Child {
@@ -118,6 +125,7 @@ export class ManagedClamd {
     this.dir = join(resolve(options.dataDir), 'clamd');
     this.socketPath = join(this.dir, 'clamd.sock');
     this.configPath = join(this.dir, 'clamd.conf');
+    this.limits = clamdLimits(options.maxFileSize);
     const sources: SignatureSource[] = [{ dir: ownSignaturesDir(), kind: 'own' }];
     if ((options.operatorSignaturesDir ?? '') !== '') {
       sources.push({ dir: resolve(options.operatorSignaturesDir ?? ''), kind: 'operator' });
@@ -129,9 +137,13 @@ export class ManagedClamd {
       logger: options.logger,
       onLoadChange: options.onLoadChange,
       reload: () => reloadClamd(this.socketPath, options.logger),
+      check: new ClamdLoadCheck(this.dir, {
+        command: (configPath) => clamdCommand(options.clamdPath, configPath),
+        limits: this.limits,
+        timeoutMs: options.startTimeoutMs ?? 120_000,
+      }),
     });
     this.address = { kind: 'unix', path: this.socketPath };
-    this.limits = clamdLimits(options.maxFileSize);
   }
 
   get pid(): number | undefined {
@@ -151,7 +163,7 @@ export class ManagedClamd {
     const startedAt = Date.now();
     await this.prepareFiles();
     process.on('exit', this.killOnExit);
-    for (let attempt = 1; ; attempt++) {
+    for (;;) {
       const before = await this.loads.starting();
       try {
         await this.waitUntilAnswering(this.spawnChild());
@@ -159,8 +171,9 @@ export class ManagedClamd {
         break;
       } catch (error) {
         await this.stop();
-        // A database file it could not load: once more without it (logged as refused).
-        if (attempt < START_ATTEMPTS && (await this.loads.refuseFailed())) {
+        // A database file it could not load: once more without it (logged as refused). Each
+        // attempt refuses one file more, so this ends.
+        if (await this.loads.refuseFailed()) {
           process.on('exit', this.killOnExit);
           continue;
         }
@@ -250,12 +263,7 @@ export class ManagedClamd {
     // A socket left by a clamd that died is removed by clamd itself (FixStaleSocket), and only if
     // nothing answers on it.
     const { clamdPath } = this.options;
-    const args = ['-c', this.configPath];
-    // setpriv makes the kernel stop clamd even if Assay dies without running exit handlers (SIGKILL, OOM).
-    const [command, argv] =
-      process.platform === 'linux' && isExecutableFile(SETPRIV)
-        ? [SETPRIV, ['--pdeathsig', 'TERM', '--', clamdPath, ...args]]
-        : [clamdPath, args];
+    const [command, argv] = clamdCommand(clamdPath, this.configPath);
     // Its own process group: a terminal's Ctrl-C reaches Assay, which stops clamd in order,
     // instead of killing clamd behind the supervisor's back.
     const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });

@@ -3,7 +3,12 @@ import type { ClamdVersion } from '../../engines/clamav/clamd-client.js';
 import { ownSignaturesVersion } from '../../engines/clamav/signatures.js';
 import { errorForLog } from '../log-redaction.js';
 
-function describeClamav(version: ClamdVersion, ownVersion: string, databases: string | null) {
+function describeClamav(
+  version: ClamdVersion,
+  ownVersion: string,
+  databases: string | null,
+  refused: string[],
+) {
   const date = version.databaseDate;
   return {
     name: 'clamav',
@@ -17,6 +22,9 @@ function describeClamav(version: ClamdVersion, ownVersion: string, databases: st
     // Every database clamd has loaded (official, third-party, Assay's own) as one digest; null
     // while it loads them, or while a changed file waits for its SelfCheck.
     databases_version: databases,
+    // Database files clamd could not load, left out until they change (names only: the log has
+    // their folders and clamd's reasons).
+    refused_databases: refused,
   };
 }
 
@@ -33,7 +41,7 @@ function publicReason(reason: unknown): string {
  * Liveness (the process answers) and readiness (the store and the malware engine answer, with the
  * engine's versions; a process that runs jobs adds its queue: due jobs, its own running ones and
  * how long the oldest due one has waited). Both are open without credentials, so they name no
- * file, socket or address.
+ * path, socket or address (a refused database file by its name only).
  */
 export default async function health(app: FastifyInstance) {
   const { readiness } = app.services;
@@ -42,8 +50,15 @@ export default async function health(app: FastifyInstance) {
   app.get('/health/live', async () => ({ status: 'live' }));
 
   app.get('/health/ready', async (request, reply) => {
-    const [storeCheck, clamdCheck, diskCheck, queueCheck, spoolCheck, databasesCheck] =
-      await readiness.check();
+    const [
+      storeCheck,
+      clamdCheck,
+      diskCheck,
+      queueCheck,
+      spoolCheck,
+      databasesCheck,
+      refusedCheck,
+    ] = await readiness.check();
     const failures: Array<[string, unknown]> = [];
     if (storeCheck.status === 'rejected') failures.push(['store', storeCheck.reason]);
     if (clamdCheck.status === 'rejected') failures.push(['clamav', clamdCheck.reason]);
@@ -69,6 +84,7 @@ export default async function health(app: FastifyInstance) {
                 clamdCheck.value,
                 ownVersion,
                 databasesCheck.status === 'fulfilled' ? databasesCheck.value : null,
+                refusedCheck.status === 'fulfilled' ? refusedCheck.value : [],
               ),
             ]
           : [],
