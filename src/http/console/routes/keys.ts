@@ -16,7 +16,7 @@ import {
 import { HttpError } from '../../http-error.js';
 import { linkTo, pager, queryFields, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
-import { csrfField, notice, page, scrollingTable } from '../layout.js';
+import { csrfField, notice, page } from '../layout.js';
 import { checkedForm, sessionOf } from '../session.js';
 import { type Cell, stackedTable } from '../stacked-table.js';
 
@@ -100,10 +100,23 @@ function keyCells(key: ApiKey, session: ConsoleSession, serviceLimit: KeyRateLim
   ];
 }
 
+const TOKEN_COLUMNS = [
+  { title: 'Token' },
+  { title: 'Key' },
+  { title: 'Created' },
+  { title: 'Expires' },
+  { title: 'Action' },
+];
+
 /** A token by the start of its id only: the whole id is a credential. */
-function tokenRow(token: ShownToken, session: ConsoleSession): SafeHtml {
-  return html`<tr><td class="mono">${token.prefix}…</td><td class="mono">${token.apiKeyId}</td><td>${utc(token.creationDate)}</td><td>${utc(token.expirationDate)}</td>
-<td><form method="post" action="/console/tokens/${token.prefix}/revoke" class="inline">${csrfField(session)}<button type="submit" class="danger" aria-label="Revoke token ${token.prefix}…">Revoke</button></form></td></tr>`;
+function tokenCells(token: ShownToken, session: ConsoleSession): Cell[] {
+  return [
+    html`<span class="mono">${token.prefix}…</span>`,
+    html`<span class="mono id">${token.apiKeyId}</span>`,
+    utc(token.creationDate),
+    utc(token.expirationDate),
+    html`<form method="post" action="/console/tokens/${token.prefix}/revoke" class="inline">${csrfField(session)}<button type="submit" class="danger" aria-label="Revoke token ${token.prefix}…">Revoke</button></form>`,
+  ];
 }
 
 /** The unexpired tokens, newest first, a page at a time. */
@@ -122,10 +135,10 @@ function tokensSection(session: ConsoleSession, list: TokenPage, firstPage: bool
 ${
   list.tokens.length === 0
     ? html`<p class="muted">No ${firstPage ? '' : 'more '}unexpired tokens.</p>`
-    : scrollingTable(
+    : stackedTable(
         'Temporary tokens',
-        html`<table><thead><tr><th scope="col">Token</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead>
-<tbody>${list.tokens.map((token) => tokenRow(token, session))}</tbody></table>`,
+        TOKEN_COLUMNS,
+        list.tokens.map((token) => tokenCells(token, session)),
       )
 }
 ${links}`;
