@@ -32,21 +32,30 @@ function secure(request: FastifyRequest): boolean {
   return request.protocol === 'https';
 }
 
+/** Writes one of the console's cookies: HttpOnly, SameSite=Strict, Secure under https. */
+function writeCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  cookie: { name: string; value: string; path: string; maxAgeMs: number },
+) {
+  const attributes = [
+    `${cookie.name}=${cookie.value}`,
+    `Path=${cookie.path}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${Math.floor(cookie.maxAgeMs / 1000)}`,
+    ...(secure(request) ? ['Secure'] : []),
+  ];
+  reply.header('set-cookie', attributes.join('; '));
+}
+
 export function setSessionCookie(
   request: FastifyRequest,
   reply: FastifyReply,
   token: string,
   maxAgeMs: number,
 ) {
-  const attributes = [
-    `${SESSION_COOKIE}=${token}`,
-    'Path=/console',
-    'HttpOnly',
-    'SameSite=Strict',
-    `Max-Age=${Math.floor(maxAgeMs / 1000)}`,
-    ...(secure(request) ? ['Secure'] : []),
-  ];
-  reply.header('set-cookie', attributes.join('; '));
+  writeCookie(request, reply, { name: SESSION_COOKIE, value: token, path: '/console', maxAgeMs });
 }
 
 /** Remembers that this browser signed in (its device token), for the sign-in form alone. */
@@ -56,27 +65,16 @@ export function setDeviceCookie(
   token: string,
   maxAgeMs: number,
 ) {
-  const attributes = [
-    `${DEVICE_COOKIE}=${token}`,
-    'Path=/console/sign-in',
-    'HttpOnly',
-    'SameSite=Strict',
-    `Max-Age=${Math.floor(maxAgeMs / 1000)}`,
-    ...(secure(request) ? ['Secure'] : []),
-  ];
-  reply.header('set-cookie', attributes.join('; '));
+  writeCookie(request, reply, {
+    name: DEVICE_COOKIE,
+    value: token,
+    path: '/console/sign-in',
+    maxAgeMs,
+  });
 }
 
 export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
-  const attributes = [
-    `${SESSION_COOKIE}=`,
-    'Path=/console',
-    'HttpOnly',
-    'SameSite=Strict',
-    'Max-Age=0',
-    ...(secure(request) ? ['Secure'] : []),
-  ];
-  reply.header('set-cookie', attributes.join('; '));
+  writeCookie(request, reply, { name: SESSION_COOKIE, value: '', path: '/console', maxAgeMs: 0 });
 }
 
 /**
