@@ -210,12 +210,23 @@ const YARA_RULES_FAILED =
 
 /** Sends clamd RELOAD; its output then reports the load. A failure is logged. */
 export function reloadClamd(socketPath: string, logger: ClamdLogger): Promise<void> {
+  return sendClamdCommand(socketPath, 'RELOAD', (error) =>
+    logger.warn({ err: error }, 'could not ask clamd to reload'),
+  );
+}
+
+/** Sends clamd a command whose answer is not read (RELOAD, SHUTDOWN); settles when it hangs up. */
+export function sendClamdCommand(
+  socketPath: string,
+  command: 'RELOAD' | 'SHUTDOWN',
+  onError: (error: Error) => void = () => {},
+): Promise<void> {
   return new Promise((resolve) => {
     const socket = connect(socketPath);
     socket.setTimeout(5_000, () => socket.destroy());
-    socket.on('error', (error) => logger.warn({ err: error }, 'could not ask clamd to reload'));
+    socket.on('error', onError);
     socket.on('close', () => resolve());
-    socket.end('zRELOAD\0');
+    socket.end(`z${command}\0`);
     socket.resume();
   });
 }

@@ -1,8 +1,8 @@
-import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClamdAddress, ClamdClient } from './clamd-client.js';
 import type { ClamdLimits } from './clamd-config.js';
+import { sendClamdCommand } from './clamd-loads.js';
 import { ClamdOwnerLock } from './clamd-owner-lock.js';
 import { ManagedClamd, type ManagedClamdOptions } from './managed-clamd.js';
 
@@ -174,7 +174,7 @@ export class DataDirClamd {
           { socket: this.socketPath },
           "a clamd that no process runs answers on this data dir's socket: asking it to shut down",
         );
-        await sendShutdown(this.socketPath);
+        await sendClamdCommand(this.socketPath, 'SHUTDOWN');
       }
       await sleep(200);
     }
@@ -192,16 +192,4 @@ async function answers(client: ClamdClient): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** Sends clamd SHUTDOWN; it answers nothing. */
-function sendShutdown(socketPath: string): Promise<void> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath);
-    socket.setTimeout(5_000, () => socket.destroy());
-    socket.on('error', () => {});
-    socket.on('close', () => resolve());
-    socket.end('zSHUTDOWN\0');
-    socket.resume();
-  });
 }
