@@ -12,6 +12,9 @@ export const onPostgres = TEST_STORE === 'postgres';
 /** The server the suite's databases are made on (trust auth on every machine here). */
 const SERVER = process.env.ASSAY_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432';
 
+/** Set by scripts/run-tests.mjs per file run: it drops what carries it when the file ends. */
+const PREFIX = process.env.ASSAY_TEST_DATABASE_PREFIX ?? 'assay_t_';
+
 const created = new Set<string>();
 
 function psql(database: string, statement: string): void {
@@ -39,7 +42,7 @@ process.on('exit', () => {
 
 /** A new, empty PostgreSQL database (whatever ASSAY_TEST_STORE says), dropped at exit; its URL. */
 export function freshPostgresDatabase(): string {
-  const name = `assay_t_${randomBytes(10).toString('hex')}`;
+  const name = `${PREFIX}${randomBytes(10).toString('hex')}`;
   psql('postgres', `CREATE DATABASE ${name}`);
   created.add(name);
   return `${SERVER}/${name}`;
@@ -51,7 +54,7 @@ export function freshPostgresDatabase(): string {
  */
 export function storeEnv(dataDir: string): Record<string, string> {
   if (!onPostgres) return {};
-  const name = `assay_t_${createHash('sha256').update(dataDir).digest('hex').slice(0, 20)}`;
+  const name = `${PREFIX}${createHash('sha256').update(dataDir).digest('hex').slice(0, 20)}`;
   if (!created.has(name)) {
     psql('postgres', `CREATE DATABASE ${name}`);
     created.add(name);
