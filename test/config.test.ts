@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { nodeArgsOf } from './helpers/entry.js';
 
 describe('configuration from ASSAY_* variables', () => {
   test('defaults', () => {
@@ -215,7 +216,7 @@ describe('configuration from ASSAY_* variables', () => {
   });
 
   test('`assay serve` with a bad value exits non-zero, naming the variable', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    const result = spawnSync(process.execPath, [...nodeArgsOf('src/main.ts'), 'serve'], {
       env: { ...process.env, ASSAY_PORT: 'nope' },
       encoding: 'utf8',
       timeout: 30_000,

@@ -5,6 +5,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { startServe } from '../helpers/cli.js';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { tempDir } from '../helpers/service.js';
 import { onPostgres, storeEnv } from '../helpers/test-database.js';
 
@@ -25,7 +26,7 @@ function dataDirs(t: TestContext): { dataDir: string; env: Record<string, string
  * and reads what the terminal shows until the banner's last line.
  */
 async function serveOnTerminal(t: TestContext, env: Record<string, string>) {
-  const command = [process.execPath, '--import', 'tsx', 'src/main.ts', 'serve'].join(' ');
+  const command = [process.execPath, ...nodeArgsOf('src/main.ts'), 'serve'].join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     env: { ...process.env, ASSAY_PORT: '0', ...storeEnv(env.ASSAY_DATA_DIR ?? ''), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
+import { nodeArgsOf } from './entry.js';
 import { storeEnv } from './test-database.js';
 
 export interface ServeProcess {
@@ -32,9 +33,7 @@ export async function startServe(
   const [command = process.execPath, ...args] = [
     ...wrapper,
     process.execPath,
-    '--import',
-    'tsx',
-    'src/main.ts',
+    ...nodeArgsOf('src/main.ts'),
     'serve',
     ...serveArgs,
   ];
@@ -97,7 +96,7 @@ export function assayCli(
   /** Variables over the data dir's own, e.g. another ASSAY_DATABASE_URL. */
   env: Record<string, string> = {},
 ) {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const result = spawnSync(process.execPath, [...nodeArgsOf('src/main.ts'), ...args], {
     env: {
       ...process.env,
       ASSAY_DATA_DIR: dataDir,
@@ -139,9 +138,7 @@ export function assayCliAsync(args: string[], options: CliRunOptions = {}): Prom
   const [command = process.execPath, ...rest] = [
     ...wrapper,
     process.execPath,
-    '--import',
-    'tsx',
-    'src/main.ts',
+    ...nodeArgsOf('src/main.ts'),
     ...args,
   ];
   const child = spawn(command, rest, {

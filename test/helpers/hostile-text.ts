@@ -15,6 +15,7 @@ import {
   TEXT_RULES,
 } from '../../src/engines/text-type.js';
 import { errorForLog } from '../../src/http/log-redaction.js';
+import { workerCodeOf } from './entry.js';
 
 type Generator = (size: number) => string;
 
@@ -254,10 +255,7 @@ export function measureTextPaths(progress: (path: string) => void): PathTiming[]
 /** Runs measureTextPaths in a worker; rejects naming the path still running at the deadline. */
 export function measureTextPathsInWorker(deadlineMs: number): Promise<PathTiming[]> {
   const entry = new URL(import.meta.url).href;
-  const worker = new Worker(
-    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
-    { eval: true, workerData: 'measure-text-paths' },
-  );
+  const worker = new Worker(workerCodeOf(entry), { eval: true, workerData: 'measure-text-paths' });
   let current = '(starting)';
   return new Promise<PathTiming[]>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { packageRoot } from '../../src/paths.js';
 
 /** The languages of the language engine. */
 export const LANGUAGES = ['en', 'de', 'es', 'fr', 'it'] as const;
@@ -120,7 +121,7 @@ export interface ProseFile {
 }
 
 /** The clean prose the project ships for the language engine's tests (see its README). */
-export const PROSE_FIXTURES = join(import.meta.dirname, '../fixtures/prose');
+export const PROSE_FIXTURES = join(packageRoot(), 'test/fixtures/prose');
 
 /**
  * Every file under `root` (test/fixtures/prose by default), in path order: licenses, copyright

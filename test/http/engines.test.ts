@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DetectionCategory } from '../../src/domain/records.js';
 import { eicar, LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
+import { packageRoot } from '../../src/paths.js';
 import { uploadForm } from '../helpers/content.js';
 import { drawing, pngBomb } from '../helpers/images.js';
 import { randomDataTexts, SCUNTHORPE_SENTENCES } from '../helpers/language-corpus.js';
@@ -17,7 +18,7 @@ import {
 } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
-const imageSample = readFileSync(join(import.meta.dirname, '../../static/samples/image.jpg'));
+const imageSample = readFileSync(join(packageRoot(), 'static/samples/image.jpg'));
 
 async function upload(url: string, auth: string, content: Buffer | string, path = '/v2.2/files') {
   const response = await fetch(`${url}${path}`, {

@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../../src/config.js';
 import { type HttpAnswer, httpRequest } from '../helpers/client.js';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { capturedLogger } from '../helpers/logs.js';
 import { multipartFile } from '../helpers/raw-http.js';
@@ -271,7 +272,7 @@ describe('bad settings stop the start, naming the variable', () => {
       ['ASSAY_TRUST_PROXY', 'everyone'],
       ['ASSAY_PUBLIC_URL', 'https://scan.example.com/?q'],
     ] as const) {
-      const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      const result = spawnSync(process.execPath, [...nodeArgsOf('src/main.ts'), 'serve'], {
         env: { ...process.env, [name]: value },
         encoding: 'utf8',
         timeout: 30_000,

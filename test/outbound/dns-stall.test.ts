@@ -11,6 +11,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -39,7 +40,7 @@ function runChild(
   return new Promise((resolve, reject) => {
     const child = spawn(
       'ip',
-      ['netns', 'exec', namespace, process.execPath, '--import', 'tsx', script],
+      ['netns', 'exec', namespace, process.execPath, ...nodeArgsOf(script)],
       { env: { ...process.env, UNRESOLVABLE: '40', HOSTED_TIMEOUT_MS: '5000', ...env } },
     );
     let out = '';

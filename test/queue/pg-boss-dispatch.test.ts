@@ -10,6 +10,7 @@ import { PgBossDispatch, type PgBossDispatchOptions } from '../../src/queue/pg-b
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { waitUntil } from '../helpers/client.js';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { capturedLogger } from '../helpers/logs.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
@@ -135,7 +136,7 @@ describe('pg-boss dispatch', { skip: onPostgres ? false : 'pg-boss needs Postgre
     const options = { connectionString: url, ...FAST, queue: QUEUE };
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'test/helpers/pg-boss-child.ts', JSON.stringify(options)],
+      [...nodeArgsOf('test/helpers/pg-boss-child.ts'), JSON.stringify(options)],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     t.after(() => {

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { onPostgres } from '../helpers/test-database.js';
 
 /**
@@ -20,9 +21,7 @@ describe(`a 60-second soak with chaos (${onPostgres ? 'scale-out, PostgreSQL' : 
     const run = spawnSync(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        'soak/run.ts',
+        ...nodeArgsOf('soak/run.ts'),
         '--minutes',
         '1',
         '--deployment',

@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
+import { nodeArgsOf } from '../helpers/entry.js';
 import { tempDir } from '../helpers/service.js';
 import { storeEnv } from '../helpers/test-database.js';
 
@@ -16,7 +17,7 @@ test('processes creating the bootstrap key at once: one creates it, the others f
   const store = await openStore(loadConfig(env));
   t.after(() => store.close());
   const children = [1, 2, 3].map(() => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/bootstrap-child.ts'], {
+    const child = spawn(process.execPath, nodeArgsOf('test/helpers/bootstrap-child.ts'), {
       env,
       stdio: ['pipe', 'pipe', 'inherit'],
     });
