@@ -4,11 +4,12 @@ import { rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assayCli, startServe } from '../helpers/cli.js';
+import { assayCliAsync, startServe } from '../helpers/cli.js';
 import { pollResult, waitUntil } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
+import { storeEnv } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 const HOLD_MS = 1_500;
@@ -85,19 +86,23 @@ test('two worker processes: one account never has more callbacks in flight than 
     }
   }
   const delivered = () => receivers.reduce((sum, r) => sum + r.server.requests.length, 0);
-  // Meanwhile account B's callback is not held by A's cap.
-  const accountB = assayCli(dataDir, ['admin', 'account', 'create', '--name', 'B', '--json']);
+  // Meanwhile account B's callback is not held by A's cap. The CLI runs beside this process, not
+  // in its stead: a blocked process would hold the receivers' answers, and on a loaded machine the
+  // workers' attempts ran out of time (15 s) and left requests the receivers counted as held.
+  const cli = (args: string[]) =>
+    assayCliAsync(args, { env: { ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) } });
+  const accountB = await cli(['admin', 'account', 'create', '--name', 'B', '--json']);
   assert.equal(accountB.status, 0, accountB.stderr);
-  const b = JSON.parse(
-    assayCli(dataDir, [
-      'admin',
-      'key',
-      'create',
-      '--account',
-      JSON.parse(accountB.stdout).id,
-      '--json',
-    ]).stdout,
-  ) as { key: string; secret: string };
+  const keyB = await cli([
+    'admin',
+    'key',
+    'create',
+    '--account',
+    JSON.parse(accountB.stdout).id,
+    '--json',
+  ]);
+  assert.equal(keyB.status, 0, keyB.stderr);
+  const b = JSON.parse(keyB.stdout) as { key: string; secret: string };
   await waitUntil('A’s first callbacks', () => delivered() >= 3, 20_000);
   const bId = await uploadWithCallback(api.url, basic(b.key, b.secret), `${fast.url}/b`);
   await pollResult(api.url, basic(b.key, b.secret), bId);

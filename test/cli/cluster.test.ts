@@ -11,6 +11,8 @@ import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { basic, tempDir } from '../helpers/service.js';
 import { TEST_STORE } from '../helpers/test-database.js';
 
+// @run-alone: a killed process must be replaced (a node start) within 15 s
+
 const AUTH = basic('key', 'secret');
 
 function isRunning(pid: number): boolean {

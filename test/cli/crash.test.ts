@@ -14,6 +14,8 @@ import { startLocalServer } from '../helpers/local-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { storeEnv } from '../helpers/test-database.js';
 
+// @run-alone: a SIGTERMed serve must exit within 5.5 s (3-s grace)
+
 const clamd = useSharedClamd();
 
 const AUTH = basic('key', 'secret');

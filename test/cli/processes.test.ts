@@ -9,6 +9,8 @@ import { uploadForm } from '../helpers/content.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
 
+// @run-alone: a rate limit counted over 2 s of wall clock; a refusal within 1 s
+
 const clamd = useSharedClamd();
 const AUTH = basic('key', 'secret');
 

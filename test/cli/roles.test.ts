@@ -13,6 +13,8 @@ import { startS3Server } from '../helpers/s3-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
 
+// @run-alone: a killed worker taken over within lease + 5 s; a scan within 5 s
+
 const clamd = useSharedClamd();
 const AUTH = basic('key', 'secret');
 

@@ -3,6 +3,8 @@ import { describe, test } from 'node:test';
 import { TEXT_RULES } from '../../src/engines/text-type.js';
 import { HOSTILE_SIZES, measureTextPathsInWorker, textPaths } from '../helpers/hostile-text.js';
 
+// @run-alone: times every text path: under 1 s in all, and linear
+
 /** Past this, a path's time at 100 KB is worth comparing with its time at 10 KB (below: noise). */
 const MEASURABLE_MS = 2;
 

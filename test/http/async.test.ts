@@ -7,6 +7,8 @@ import { pollResult, traceOf, waitUntil } from '../helpers/client.js';
 import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: each async result readable within 500 ms of its 202
+
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
 

@@ -9,6 +9,8 @@ import { uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: another destination's callback within 1 s of a slow one's
+
 const clamd = useSharedClamd();
 
 /** Fast retries for tests; receivers live on 127.0.0.1, allowed by setting. */

@@ -7,6 +7,8 @@ import { type IdleFlood, idleConnections, loopbackAddresses } from '../helpers/i
 import { rawRequest, requestHead } from '../helpers/raw-http.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: floods 1,260 idle connections; answers timed (2 s, 5 s)
+
 const clamd = useSharedClamd();
 
 async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { basic, buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: a disabled key refused within 1 s (cache: 500 ms)
+
 const clamd = useSharedClamd();
 
 const ping = (svc: TestService, auth: string) =>

@@ -11,6 +11,8 @@ import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: fairness: another account's result within 5 s; a deadline in 6 s
+
 const clamd = useSharedClamd();
 // A stand-in for remote servers: /never accepts the request and never answers.
 let remote: LocalServer;

@@ -8,6 +8,8 @@ import { randomContent, uploadForm } from '../helpers/content.js';
 import { type LocalServer, startLocalServer } from '../helpers/local-server.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: fairness under hostile load: results within 5 s, callbacks 2 s
+
 // Issue 18 item 2: one account's slow work must not delay another's. The bounds (5 s for a result,
 // 2 s for a callback) are the issue's; the loads are the audit's, over real HTTP.
 

@@ -6,6 +6,8 @@ import { legacyRequest } from '../helpers/legacy.js';
 import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
 import { zipStored } from '../helpers/zip.js';
 
+// @run-alone: uploads and pings must answer within 2 s
+
 const clamd = useSharedClamd();
 // Pings go back to back: a key's rate limit must not be what answers them.
 const env = () => ({

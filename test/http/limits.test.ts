@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 import { asBlob, sha1 } from '../helpers/content.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: 100 MB uploads through the service and clamd (reset under heavy load)
+
 const clamd = useSharedClamd();
 
 const MB = 1024 * 1024;

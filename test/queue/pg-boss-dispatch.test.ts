@@ -15,6 +15,8 @@ import { capturedLogger } from '../helpers/logs.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { freshPostgresDatabase, onPostgres } from '../helpers/test-database.js';
 
+// @run-alone: times dispatch: re-delivery within 20.5 s, B within 5 s, due within 2 s
+
 // The adapter's own tests work a queue of the service's (what the store sends on it does not matter).
 const QUEUE = 'assay.callback';
 // The shortest heartbeat pg-boss takes, and a quick monitor, so a lost job comes back in seconds.

@@ -12,6 +12,8 @@ import { eicar } from '../../src/engines/test-content.js';
 import { buildService, startSharedClamd } from '../helpers/service.js';
 import { onPostgres } from '../helpers/test-database.js';
 
+// @run-alone: bombs load CPU and memory; each item timed (ITEM_BOUND_MS)
+
 const MiB = 1024 * 1024;
 
 function shown(answer: Answer): string {

@@ -7,6 +7,8 @@ import { CATEGORIES, caseSeed, generateCase } from '../../soak/protocol-fuzz.js'
 import { buildService, useSharedClamd } from '../helpers/service.js';
 import { TEST_STORE } from '../helpers/test-database.js';
 
+// @run-alone: 1,000 hostile requests at concurrency 8 load the service
+
 const clamd = useSharedClamd();
 /** Short timeouts keep the slow and stalled cases to seconds; no limit refuses the burst. */
 const env = () => ({

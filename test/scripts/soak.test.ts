@@ -7,6 +7,8 @@ import { after, describe, test } from 'node:test';
 import { nodeArgsOf } from '../helpers/entry.js';
 import { onPostgres } from '../helpers/test-database.js';
 
+// @run-alone: a 60-s soak with chaos loads the machine
+
 /**
  * A 60-second soak with chaos (soak/run.ts) on this run's store: embedded on SQLite, scale-out
  * (2 api processes, 2 workers) on PostgreSQL. A fault every 15 s: clamd killed, the processes
