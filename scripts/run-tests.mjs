@@ -81,6 +81,15 @@ function knownDurations() {
 
 const runId = randomBytes(3).toString('hex');
 let taskCount = 0;
+/** The process groups of the files running now: stopping the runner stops them too. */
+const running = new Set();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const pid of running) killGroup(pid);
+    console.error(`run-tests: stopped by ${signal}`);
+    process.exit(130);
+  });
+}
 
 /** Runs one file on one store; resolves with what it measured. */
 function runFile(task) {
@@ -117,6 +126,7 @@ function runFile(task) {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
+  running.add(child.pid);
   const output = [];
   child.stdout.on('data', (chunk) => output.push(chunk));
   child.stderr.on('data', (chunk) => output.push(chunk));
@@ -131,6 +141,7 @@ function runFile(task) {
       const wallS = (performance.now() - started) / 1000;
       // Whatever the file left running in its group (a serve, a clamd) goes with it.
       killGroup(child.pid);
+      running.delete(child.pid);
       if (task.store === 'postgres') await dropDatabases(databasePrefix);
       const summary = readJson(summaryPath);
       const cpuS = readCpuSeconds(statPath);
