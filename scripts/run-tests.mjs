@@ -84,9 +84,10 @@ let taskCount = 0;
 /** The process groups of the files running now: stopping the runner stops them too. */
 const running = new Set();
 for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
+  process.on(signal, async () => {
     for (const pid of running) killGroup(pid);
     console.error(`run-tests: stopped by ${signal}`);
+    if (stores.includes('postgres')) await dropDatabases(`assay_t_${runId}_`);
     process.exit(130);
   });
 }
