@@ -62,7 +62,7 @@ describe('processes sharing one PostgreSQL store', {
       headers: { authorization: AUTH },
     });
     assert.equal(revoked.status, 204);
-    // Each process reuses credentials for CREDENTIAL_CACHE_MS: refused by the other within it.
+    // Each process reuses credentials for ASSAY_CREDENTIAL_CACHE_MS: refused by the other within it.
     await waitUntil(
       'revoked in one, refused by the other',
       async () => (await ping(first, token)) === 401,
