@@ -18,10 +18,11 @@ export type VersionSource = () => Promise<string>;
  * What the engines are, as one string: what cannot change while the process runs (Assay's version,
  * its own signatures as given to clamd at start, the findings style, the NSFW engines' settings),
  * then what can (clamd's engine and database versions, from VERSION). The changing parts are read
- * again when the last reading is older than `maxAgeMs`, before a lookup uses them, so a signature
- * or engine update reaches the cache key within that time (ASSAY_ENGINE_VERSIONS_MAX_AGE_MS). A reading counts from when it was asked
- * for, and a key is always read before clamd is sent the end of the stream it scans: a verdict is
- * therefore never stored under versions newer than the ones that scanned it.
+ * again when the last reading is older than `maxAgeMs` (ASSAY_ENGINE_VERSIONS_MAX_AGE_MS), before a
+ * lookup uses them, so a signature or engine update reaches the cache key within that time. A
+ * reading counts from when it was asked for, and a key is always read before clamd is sent the end
+ * of the stream it scans: a verdict is therefore never stored under versions newer than the ones
+ * that scanned it.
  */
 export class EngineVersions {
   private reading: { at: number; value: Promise<string[] | null> } | null = null;
