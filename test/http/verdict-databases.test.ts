@@ -152,7 +152,7 @@ describe('the verdict cache and every database clamd loads', () => {
     await waitUntil(
       'the external service trusts the folder again',
       async () => (await databasesVersion(external)) !== null,
-      10_000,
+      30_000,
     );
     for (const svc of [managed, external]) {
       // clamd 1.4 may stall up to ~30 s after a reload without ConcurrentDatabaseReload.
