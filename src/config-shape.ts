@@ -51,6 +51,10 @@ export interface Config {
   fetchTimeoutMs: number;
   jobConcurrency: number;
   engineRetryMs: number;
+  /** Keys, accounts and tokens read to authenticate are reused this long (0: not at all). */
+  credentialCacheMs: number;
+  /** clamd's versions and the store's verdict-cache version are read again once this old. */
+  engineVersionsMaxAgeMs: number;
   callbackRetryBaseMs: number;
   callbackMaxAgeMs: number;
   shutdownGraceMs: number;

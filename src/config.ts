@@ -60,6 +60,8 @@ export function loadConfig(env: Env = process.env): Config {
     jobConcurrency: integer(env, 'ASSAY_JOB_CONCURRENCY', 1, 256),
     engineRetryMs: integer(env, 'ASSAY_ENGINE_RETRY_MS', 10, 3_600_000),
     callbackRetryBaseMs: integer(env, 'ASSAY_CALLBACK_RETRY_BASE_MS', 10, 3_600_000),
+    credentialCacheMs: integer(env, 'ASSAY_CREDENTIAL_CACHE_MS', 0, 60_000),
+    engineVersionsMaxAgeMs: integer(env, 'ASSAY_ENGINE_VERSIONS_MAX_AGE_MS', 0, 60_000),
     callbackMaxAgeMs: integer(env, 'ASSAY_CALLBACK_MAX_AGE', 1, 30 * 86_400) * 1000,
     shutdownGraceMs: integer(env, 'ASSAY_SHUTDOWN_GRACE', 0, 3600) * 1000,
     rateLimit: rateLimit(env, 'ASSAY_RATE_LIMIT', 'ASSAY_RATE_BURST'),

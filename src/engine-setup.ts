@@ -65,8 +65,8 @@ export function clamdInDataDir(config: Config): boolean {
 /**
  * What a verdict depends on, for the verdict cache's key: Assay's version (its own engines and
  * finding names), the signatures it gave clamd at start, the findings style, each NSFW engine and
- * its threshold, and, read again at most every second, clamd's engine and database versions and
- * the versions Assay sets in the store (`assay admin verdict-cache clear`).
+ * its threshold, and, read again once ASSAY_ENGINE_VERSIONS_MAX_AGE_MS old, clamd's engine and
+ * database versions and the versions Assay sets in the store (`assay admin verdict-cache clear`).
  */
 export function engineVersions(
   config: Config,
@@ -83,20 +83,24 @@ export function engineVersions(
     engines: engines.map((engine) => `${engine.name}/${engine.category}/${engine.maxBytes}`),
     nsfwImageThreshold: config.nsfw.imageThreshold,
   });
-  return new EngineVersions(fixed, [
-    async () => {
-      const version = await clamd.version();
-      // Read by people in each trace, as well as part of the key.
-      const daily =
-        version.databaseVersion === null
-          ? 'no official databases'
-          : `daily ${version.databaseVersion} of ${version.databaseDate?.toISOString() ?? 'an unknown date'}`;
-      return `clamd ${version.engine}, ${daily}`;
-    },
-    // Every database clamd loads (VERSION names only the official daily one).
-    async () => `databases ${await databasesVersion()}`,
-    async () => `store ${await store.engineVersions.describe()}`,
-  ]);
+  return new EngineVersions(
+    fixed,
+    [
+      async () => {
+        const version = await clamd.version();
+        // Read by people in each trace, as well as part of the key.
+        const daily =
+          version.databaseVersion === null
+            ? 'no official databases'
+            : `daily ${version.databaseVersion} of ${version.databaseDate?.toISOString() ?? 'an unknown date'}`;
+        return `clamd ${version.engine}, ${daily}`;
+      },
+      // Every database clamd loads (VERSION names only the official daily one).
+      async () => `databases ${await databasesVersion()}`,
+      async () => `store ${await store.engineVersions.describe()}`,
+    ],
+    config.engineVersionsMaxAgeMs,
+  );
 }
 
 /** clamd's engine and database versions for a result's trace: the first two changing parts. */

@@ -1,4 +1,4 @@
-import { AccountService, CREDENTIAL_CACHE_MS } from './accounts/account-service.js';
+import { AccountService } from './accounts/account-service.js';
 import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { TokenList } from './accounts/token-list.js';
@@ -97,9 +97,9 @@ export async function startService(
   // one that becomes due in the transaction that made it due.
   const dispatch = await openDispatch(config, logger.child({ component: 'dispatch' }));
   const store = dispatch === null ? openedStore : openedStore.dispatchingTo(dispatch);
-  // Requests authenticate against credentials reused for CREDENTIAL_CACHE_MS (the hot path reads
-  // no key or account row for most requests); changes from elsewhere take effect within it.
-  const accounts = new AccountService(store, CREDENTIAL_CACHE_MS);
+  // Requests authenticate against credentials reused for ASSAY_CREDENTIAL_CACHE_MS (the hot path
+  // reads no key or account row for most requests); changes from elsewhere take effect within it.
+  const accounts = new AccountService(store, config.credentialCacheMs);
   if (config.bootstrapCredentials !== null) {
     const { keyId, secret } = config.bootstrapCredentials;
     const outcome = await accounts.ensureBootstrapKey(keyId, secret);
@@ -158,7 +158,8 @@ export async function startService(
     await dispatch?.start();
     await tokenPurge.start();
     await requestLimits.start();
-    // A load of the managed clamd's databases is seen at once here (other processes: within 1 s).
+    // A load of the managed clamd's databases is seen at once here (other processes: within
+    // ASSAY_ENGINE_VERSIONS_MAX_AGE_MS).
     let versions: EngineVersions | null = null;
     managedClamd = await startClamd(config, logger, () => versions?.changed());
     if (!clamdInDataDir(config) && config.signaturesDir !== '') {
@@ -277,6 +278,7 @@ export async function startService(
         maxAttempts: config.jobMaxAttempts,
         maxAgeMs: config.jobMaxAgeMs,
         leaseMs: config.jobLeaseMs,
+        credentialCacheMs: config.credentialCacheMs,
         verdictsToClaim: () => verdictCache.toClaim(),
         engineSharesDataDisk: clamdInDataDir(config),
         fetch: outbound.fetch,

@@ -67,6 +67,14 @@ export const SETTINGS = {
     doc: 'Wait before retrying a job the engine missed (doubling for counted attempts).',
   },
   ASSAY_CALLBACK_RETRY_BASE_MS: { default: '10000', doc: 'First callback retry delay (doubles).' },
+  ASSAY_CREDENTIAL_CACHE_MS: {
+    default: '500',
+    doc: 'Milliseconds each process reuses the keys, accounts and tokens it read to authenticate: a change made by another process or the admin CLI takes effect within it; 0: read on every request.',
+  },
+  ASSAY_ENGINE_VERSIONS_MAX_AGE_MS: {
+    default: '1000',
+    doc: "Milliseconds each process trusts its last reading of clamd's versions and the verdict cache's generation: a signature update or `assay admin verdict-cache clear` changes which verdicts are reused within it.",
+  },
   ASSAY_CALLBACK_MAX_AGE: {
     default: '86400',
     doc: 'Seconds a callback is retried before giving up.',

@@ -33,6 +33,21 @@ describe('configuration from ASSAY_* variables', () => {
     assert.throws(() => loadConfig({ ASSAY_CLAMD_SELFCHECK: 'an hour' }), /ASSAY_CLAMD_SELFCHECK/);
   });
 
+  test('how long credentials and engine versions are reused: 500 ms and 1 s by default, 0 to a minute', () => {
+    assert.equal(loadConfig({}).credentialCacheMs, 500);
+    assert.equal(loadConfig({}).engineVersionsMaxAgeMs, 1_000);
+    const set = loadConfig({
+      ASSAY_CREDENTIAL_CACHE_MS: '0',
+      ASSAY_ENGINE_VERSIONS_MAX_AGE_MS: '60000',
+    });
+    assert.equal(set.credentialCacheMs, 0);
+    assert.equal(set.engineVersionsMaxAgeMs, 60_000);
+    for (const name of ['ASSAY_CREDENTIAL_CACHE_MS', 'ASSAY_ENGINE_VERSIONS_MAX_AGE_MS']) {
+      assert.throws(() => loadConfig({ [name]: '60001' }), new RegExp(`${name} must be between`));
+      assert.throws(() => loadConfig({ [name]: 'half a second' }), new RegExp(name));
+    }
+  });
+
   test("the image engine's runtime (onnx by default, or tfjs) and its threads", () => {
     assert.equal(loadConfig({}).nsfw.imageRuntime, 'onnx');
     // 0: sized to the machine when the engine starts (imagePoolShape).

@@ -45,13 +45,6 @@ export const TOKEN_TIMEOUT = { default: 300, min: 1, max: 86_400 } as const;
 /** A key's last_seen_date is written at most this often, not on every request. */
 const LAST_SEEN_INTERVAL_MS = 60_000;
 const TOKEN_ID = /^[0-9a-f]{32}$/;
-/**
- * How long keys, accounts and tokens read to authenticate a request are reused: a key disabled,
- * a token deleted, an account disabled or a limit changed by another process (or the admin CLI)
- * takes effect within this (and a request already past authentication); through this process,
- * at once.
- */
-export const CREDENTIAL_CACHE_MS = 500;
 
 export interface AccountDetails {
   account: Account;
@@ -80,7 +73,12 @@ export class AccountService {
   private readonly accounts: CredentialCache<Account | null>;
   private readonly tokens: CredentialCache<Token | null>;
 
-  /** @param cacheMs how long credentials read from the store are reused (0: not at all). */
+  /**
+   * @param cacheMs how long keys, accounts and tokens read to authenticate a request are reused
+   * (ASSAY_CREDENTIAL_CACHE_MS; 0: not at all): a key disabled, a token deleted, an account
+   * disabled or a limit changed by another process (or the admin CLI) takes effect within this
+   * (and a request already past authentication); through this process, at once.
+   */
   constructor(
     private readonly store: Store,
     cacheMs = 0,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { newId } from '../accounts/credentials.js';
-import { VERSIONS_MAX_AGE_MS } from '../processing/verdict-cache.js';
+import { loadConfig } from '../config.js';
 import { withStore } from './admin-support.js';
 
 /** `assay admin verdict-cache clear`: no verdict stored so far is reused again. */
@@ -16,7 +16,7 @@ export function registerVerdictCacheCommands(admin: Command): void {
       await withStore(async (store) => {
         await store.engineVersions.set('verdict-cache', newId());
         console.log(
-          `verdicts stored so far are no longer reused (every process sees it within ${VERSIONS_MAX_AGE_MS / 1000} s)`,
+          `verdicts stored so far are no longer reused (every process sees it within ASSAY_ENGINE_VERSIONS_MAX_AGE_MS, ${loadConfig().engineVersionsMaxAgeMs} ms in this environment)`,
         );
       });
     });

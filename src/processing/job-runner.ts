@@ -70,7 +70,7 @@ export class JobRunner implements JobQueue {
   private readonly submissions: GroupedCommits;
   /** ...or a statement (PostgreSQL: JobRepository.acceptMany), its signals included. */
   private readonly acceptances: StatementGroups<Acceptance, boolean> | null;
-  /** What each job was submitted as (its key's categories read at most every half second). */
+  /** What each job was submitted as (its key's categories read once per ASSAY_CREDENTIAL_CACHE_MS). */
   private readonly submissionsOf: JobSubmissions;
   private readonly failures: JobFailures;
   private readonly work: Record<JobStage, JobWork>;
@@ -86,7 +86,7 @@ export class JobRunner implements JobQueue {
     private readonly logger: Logger,
     private readonly signals?: DueSignals,
   ) {
-    this.submissionsOf = new JobSubmissions(store);
+    this.submissionsOf = new JobSubmissions(store, options.credentialCacheMs);
     this.failures = new JobFailures(
       store,
       spool,

@@ -1,4 +1,3 @@
-import { CREDENTIAL_CACHE_MS } from '../accounts/account-service.js';
 import { CredentialCache } from '../accounts/credential-cache.js';
 import type { ApiKey, Job, JobStage } from '../domain/records.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
@@ -19,14 +18,15 @@ export interface JobScanOptions {
 
 /**
  * The submission each job was accepted as, with its key's categories as they are now: a key is read
- * from the store at most once per `ttlMs` (the API's own credential cache time), not once a job.
+ * from the store at most once per `ttlMs` (the API's own credential cache time,
+ * ASSAY_CREDENTIAL_CACHE_MS), not once a job.
  */
 export class JobSubmissions {
   private readonly keys: CredentialCache<ApiKey | null>;
 
   constructor(
     private readonly store: Store,
-    ttlMs = CREDENTIAL_CACHE_MS,
+    ttlMs: number,
   ) {
     this.keys = new CredentialCache(ttlMs);
   }
@@ -101,6 +101,8 @@ export interface JobRunnerOptions extends JobScanOptions {
   maxAgeMs: number;
   /** How long a claim holds a job; renewed while it runs, so a dead worker's jobs come back. */
   leaseMs: number;
+  /** A job's key (its categories) is read from the store at most this often (0: every job). */
+  credentialCacheMs: number;
   /**
    * The engine's temporary files are on the data dir's disk (managed clamd): a scan that fails
    * while that disk has no room for the content is a full disk to wait out, not the item's fault.

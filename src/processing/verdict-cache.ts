@@ -11,9 +11,6 @@ import type { Store } from '../store/store.js';
  */
 export type VerdictCacheMode = 'account' | 'shared' | 'off';
 
-/** The longest a version read from the engines is trusted before it is read again. */
-export const VERSIONS_MAX_AGE_MS = 1_000;
-
 /** One part of the engines' identity that can change while Assay runs (clamd's VERSION). */
 export type VersionSource = () => Promise<string>;
 
@@ -21,10 +18,11 @@ export type VersionSource = () => Promise<string>;
  * What the engines are, as one string: what cannot change while the process runs (Assay's version,
  * its own signatures as given to clamd at start, the findings style, the NSFW engines' settings),
  * then what can (clamd's engine and database versions, from VERSION). The changing parts are read
- * again when the last reading is older than `maxAgeMs`, before a lookup uses them, so a signature
- * or engine update reaches the cache key within that time. A reading counts from when it was asked
- * for, and a key is always read before clamd is sent the end of the stream it scans: a verdict is
- * therefore never stored under versions newer than the ones that scanned it.
+ * again when the last reading is older than `maxAgeMs` (ASSAY_ENGINE_VERSIONS_MAX_AGE_MS), before a
+ * lookup uses them, so a signature or engine update reaches the cache key within that time. A
+ * reading counts from when it was asked for, and a key is always read before clamd is sent the end
+ * of the stream it scans: a verdict is therefore never stored under versions newer than the ones
+ * that scanned it.
  */
 export class EngineVersions {
   private reading: { at: number; value: Promise<string[] | null> } | null = null;
@@ -32,7 +30,8 @@ export class EngineVersions {
   constructor(
     private readonly fixed: string,
     private readonly sources: readonly VersionSource[],
-    private readonly maxAgeMs = VERSIONS_MAX_AGE_MS,
+    /** The longest a reading is trusted before it is read again (0: read for every lookup). */
+    private readonly maxAgeMs: number,
   ) {}
 
   /** The engines' identity, or null when a changing part cannot be read (clamd down). */

@@ -33,12 +33,16 @@ export class LocalSpool implements ContentSpool {
   /** Renames made together share the directory's sync. */
   private readonly directorySync: SharedDirectorySync;
 
-  constructor(private readonly dir: string) {
+  /** @param healthReuseMs how long a check's outcome answers later ones (SpoolHealth's default). */
+  constructor(
+    private readonly dir: string,
+    healthReuseMs?: number,
+  ) {
     this.directorySync = new SharedDirectorySync(dir);
-    this.health = new SpoolHealth({
-      quick: () => this.answers(),
-      thorough: () => this.probeWrite(),
-    });
+    this.health = new SpoolHealth(
+      { quick: () => this.answers(), thorough: () => this.probeWrite() },
+      { reuseMs: healthReuseMs },
+    );
   }
 
   get describe(): string {

@@ -86,7 +86,7 @@ describe('assay admin account disable, enable and delete', () => {
     const disabled = assayCli(svc.dataDir, ['admin', 'account', 'disable', svc.accountId]);
     assert.equal(disabled.status, 0, disabled.stderr);
     // The CLI is another process: the service sees its change once its credentials refresh.
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await ping(svc, svc.auth), 401, 'its key');
     assert.equal(await ping(svc, token), 401, 'its token');
     assert.equal(await ping(svc, other.auth), 200, 'other accounts are not touched');
@@ -94,7 +94,7 @@ describe('assay admin account disable, enable and delete', () => {
     assert.match(shown.stdout, /state: +disabled/);
 
     assert.equal(assayCli(svc.dataDir, ['admin', 'account', 'enable', svc.accountId]).status, 0);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await ping(svc, token), 200, 'enabled again, its tokens work again');
     assert.equal((await pollResult(svc.url, svc.auth, result.id)).id, result.id, 'data kept');
 
@@ -110,7 +110,7 @@ describe('assay admin account disable, enable and delete', () => {
       /deleted: 1 keys, 1 tokens, 0 users, 1 results, \d+ trace events, 3 pending jobs, 0 callbacks, 1 spooled files/,
     );
     assert.deepEqual(readdirSync(join(svc.dataDir, 'spool')), [], 'its spooled content is gone');
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await ping(svc, svc.auth), 401);
     assert.equal(await ping(svc, token), 401);
     const gone = assayCli(svc.dataDir, ['admin', 'account', 'show', svc.accountId]);

@@ -72,7 +72,7 @@ describe('assay admin', () => {
     assert.equal(disabled.status, 0);
     assert.match(disabled.stdout, /1 of its tokens ended/);
     // The CLI is another process: the service sees its change once its credentials refresh.
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const refused = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
@@ -80,7 +80,7 @@ describe('assay admin', () => {
     assert.equal((await withToken()).status, 401);
 
     assert.equal(assay(svc.dataDir, 'admin', 'key', 'enable', key).status, 0);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const again = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(key, secret) },
     });
@@ -173,7 +173,7 @@ describe('assay admin', () => {
       [tokenId],
     );
     ok('token', 'revoke', tokenId);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const refused = await fetch(`${svc.url}/v2.2/ping`, {
       headers: { authorization: basic(tokenId, '') },
     });
@@ -201,7 +201,7 @@ describe('assay admin', () => {
     assert.equal(await limitHeader(), '50');
     const set = assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--rate-limit', '2.5');
     assert.equal(set.status, 0, set.stderr);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await limitHeader(), '5', 'burst defaults to twice the rate');
     const listed = assay(svc.dataDir, 'admin', 'key', 'list');
     assert.match(listed.stdout, /rate=2\.5\/s burst 5/);
@@ -219,13 +219,13 @@ describe('assay admin', () => {
       ).status,
       0,
     );
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await limitHeader(), '7');
     assert.equal(
       assay(svc.dataDir, 'admin', 'key', 'update', svc.keyId, '--default-rate-limit').status,
       0,
     );
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await limitHeader(), '50');
 
     for (const [args, message] of [

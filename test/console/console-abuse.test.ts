@@ -294,7 +294,7 @@ describe('console abuse', () => {
       '5',
     ]);
     assert.equal(operator.status, 0, operator.stderr);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const client = await signIn(svc.url, await addConsoleUser(svc.store, svc.accountId));
     const save = (rate: string) =>
       client.post(`/console/keys/${svc.keyId}/update`, { category: 'MALWARE', rate });
@@ -313,7 +313,7 @@ describe('console abuse', () => {
       /Ceiling 5 requests per second, 10 at once \(this key's, set by the service's operator/,
     );
     assert.match(keyPage, /at most 5\)/);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     // The key's pings are still held at the operator's 5/s (a burst of 10).
     const pings = await Promise.all(
       Array.from({ length: 60 }, async () => {
@@ -337,7 +337,7 @@ describe('console abuse', () => {
       '50',
     ]);
     assert.equal(raised.status, 0, raised.stderr);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const ping = await fetch(`${svc.url}/v2.2/ping`, { headers: { authorization: svc.auth } });
     assert.equal(ping.headers.get('x-ratelimit-limit'), '2', "the account's own: 1/s, 2 at once");
     const lowerPage = mainText(await (await client.get(`/console/keys/${svc.keyId}`)).text());

@@ -101,14 +101,14 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
       disabled.headers.get('location'),
       `/console/accounts/${other.accountId}?done=disabled`,
     );
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await ping(), 401, 'the API refuses a disabled account');
     const shown = await textOf(await operator.get(disabled.headers.get('location') ?? ''));
     assert.match(shown, /The account is disabled/);
     assert.match(shown, /Enable the account/);
 
     assert.equal((await operator.post(`/console/accounts/${other.accountId}/enable`)).status, 303);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await ping(), 200, 'enabled again');
 
     // An operator cannot lock themselves out.
@@ -135,7 +135,7 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
       enforce: 'on',
     });
     assert.equal(set.status, 303);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const account = (await (
       await fetch(`${svc.url}/v2.2/account.json`, { headers: { authorization: other.auth } })
     ).json()) as { balance: number };
@@ -149,7 +149,7 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
         })
       ).status;
     assert.equal(await upload(), 201, 'the last credit');
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await upload(), 403, 'the balance is spent and enforced');
     const detail = await textOf(await operator.get(`/console/accounts/${other.accountId}`));
     assert.match(detail, /Balance None left: items are refused until the balance is raised/);
@@ -159,7 +159,7 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
       balance: '0',
     });
     assert.equal(loose.status, 303);
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     assert.equal(await upload(), 201);
   });
 

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { after, before, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Logger, pino } from 'pino';
-import { AccountService, CREDENTIAL_CACHE_MS } from '../../src/accounts/account-service.js';
-import { loadConfig } from '../../src/config.js';
+import { AccountService } from '../../src/accounts/account-service.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -13,12 +13,29 @@ import type { Store } from '../../src/store/store.js';
 import { storeEnv } from './test-database.js';
 
 /**
+ * How long a test service reuses credentials (ASSAY_CREDENTIAL_CACHE_MS) unless the test says
+ * otherwise: short, so that waiting for a change made behind its back costs little.
+ */
+export const TEST_CREDENTIAL_CACHE_MS = 100;
+
+/** Beyond a cache's time, so that a wait for its expiry never ends a timer's tick early. */
+const EXPIRY_MARGIN_MS = 50;
+
+/**
  * Waits until the service sees what a test changed in its store behind its back (keys, accounts,
- * tokens): it reuses credentials for CREDENTIAL_CACHE_MS, as it would a change from another
+ * tokens): it reuses credentials for ASSAY_CREDENTIAL_CACHE_MS, as it would a change from another
  * process.
  */
-export function credentialsRefreshed(): Promise<void> {
-  return sleep(CREDENTIAL_CACHE_MS + 50);
+export function credentialsRefreshed(svc: TestService): Promise<void> {
+  return sleep(svc.config.credentialCacheMs + EXPIRY_MARGIN_MS);
+}
+
+/**
+ * Waits until the service reads clamd's versions and the store's verdict-cache version again
+ * (ASSAY_ENGINE_VERSIONS_MAX_AGE_MS): a change made since is then part of the verdict cache's key.
+ */
+export function engineVersionsReread(svc: TestService): Promise<void> {
+  return sleep(svc.config.engineVersionsMaxAgeMs + EXPIRY_MARGIN_MS);
 }
 
 export const quietLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -96,6 +113,8 @@ export function useSharedClamd(): { readonly socket: string } {
 export interface TestService {
   url: string;
   dataDir: string;
+  /** The configuration it was started with. */
+  config: Config;
   keyId: string;
   secret: string;
   accountId: string;
@@ -122,7 +141,8 @@ export function basic(user: string, password: string): string {
 
 /**
  * Builds and starts the real service (real HTTP on a free port, a fresh data dir and database: SQLite, or PostgreSQL with ASSAY_TEST_STORE=postgres)
- * with one account and key; stopped and removed when the test ends. `hooks` inject faults.
+ * with one account and key; stopped and removed when the test ends. `hooks` inject faults. It
+ * reuses credentials for TEST_CREDENTIAL_CACHE_MS unless `env` sets ASSAY_CREDENTIAL_CACHE_MS.
  */
 export async function buildService(
   t: TestContext,
@@ -137,6 +157,7 @@ export async function buildService(
   const config = loadConfig({
     ASSAY_PORT: '0',
     ASSAY_DATA_DIR: dataDir,
+    ASSAY_CREDENTIAL_CACHE_MS: String(TEST_CREDENTIAL_CACHE_MS),
     ...storeEnv(dataDir),
     ...env,
   });
@@ -161,5 +182,5 @@ export async function buildService(
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return { url: service.url, dataDir, service, store, ...first, createAccountKey };
+  return { url: service.url, dataDir, config, service, store, ...first, createAccountKey };
 }

@@ -48,7 +48,7 @@ async function setBalance(svc: TestService, balance: number, enforceBalance: boo
     { balance, enforceBalance },
     new Date().toISOString(),
   );
-  await credentialsRefreshed();
+  await credentialsRefreshed(svc);
 }
 
 async function balanceOf(svc: TestService): Promise<number> {

@@ -38,7 +38,7 @@ async function trace(svc: TestService, auth: string, id: string): Promise<string
 
 async function keyWith(svc: TestService, categories: DetectionCategory[]): Promise<string> {
   await svc.store.apiKeys.update(svc.keyId, { detectionCategories: categories });
-  await credentialsRefreshed();
+  await credentialsRefreshed(svc);
   return svc.auth;
 }
 

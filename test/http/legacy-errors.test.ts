@@ -104,7 +104,7 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
 
     const other = await svc.createAccountKey();
     await svc.store.apiKeys.update(other.keyId, { detectionCategories: ['NSFW_LANGUAGE'] });
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     await expectError(
       `${svc.url}/api/scan/`,
       scanWith(other.auth),
@@ -117,7 +117,7 @@ describe('v1.0 error codes, with and without suppress_response_codes', () => {
       { balance: 0, enforceBalance: true },
       new Date().toISOString(),
     );
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     for (const path of ['/api/scan/', '/api/scan/async']) {
       await expectError(`${svc.url}${path}`, scanWith(svc.auth), 406, /no balance left/);
     }

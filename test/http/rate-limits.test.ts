@@ -91,14 +91,14 @@ describe('rate limits per key', () => {
     const svc = await buildService(t, { ASSAY_CLAMD: clamd.socket, ASSAY_RATE_BURST: '50' });
     assert.equal((await ping(svc.url, svc.auth)).limit, '50');
     await svc.store.apiKeys.update(svc.keyId, { rateLimit: { rate: 0.01, burst: 2 } });
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const first = await ping(svc.url, svc.auth);
     assert.equal(first.limit, '2');
     assert.equal((await ping(svc.url, svc.auth)).status, 200);
     assert.equal((await ping(svc.url, svc.auth)).status, 429);
     // Back to the default: unlimited keys carry no rate headers.
     await svc.store.apiKeys.update(svc.keyId, { rateLimit: { rate: 0, burst: 1 } });
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const unlimited = await ping(svc.url, svc.auth);
     assert.equal(unlimited.status, 200);
     assert.equal(unlimited.limit, null);

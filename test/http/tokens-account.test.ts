@@ -286,7 +286,7 @@ describe('balance', () => {
       { balance: 2, enforceBalance: true },
       new Date().toISOString(),
     );
-    await credentialsRefreshed();
+    await credentialsRefreshed(svc);
     const balance = async () =>
       (
         (await (

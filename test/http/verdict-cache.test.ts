@@ -10,7 +10,6 @@ import type { DetectionCategory } from '../../src/domain/records.js';
 import { ClamdClient } from '../../src/engines/clamav/clamd-client.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
 import { eicar } from '../../src/engines/test-content.js';
-import { VERSIONS_MAX_AGE_MS } from '../../src/processing/verdict-cache.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { writeDailyDatabase } from '../helpers/clamd-databases.js';
 import { watchClamd } from '../helpers/clamd-watch.js';
@@ -20,6 +19,7 @@ import { drawing } from '../helpers/images.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import {
   buildService,
+  engineVersionsReread,
   quietLogger,
   type TestService,
   tempDir,
@@ -28,6 +28,8 @@ import {
 
 const clamd = useSharedClamd();
 const EICAR_FINDING = 'content.malicious.eicar-test-signature';
+/** Versions read again after 100 ms (1 s by default): what waits for a new reading waits little. */
+const SHORT_VERSIONS_AGE = { ASSAY_ENGINE_VERSIONS_MAX_AGE_MS: '100' };
 
 type Result = Record<string, unknown> & { id: string };
 
@@ -312,7 +314,7 @@ describe('the verdict cache and signature updates', () => {
     const socket = updated.address.kind === 'unix' ? updated.address.path : '';
     const client = new ClamdClient(updated.address);
     assert.equal((await client.version()).databaseVersion, 27001);
-    const svc = await buildService(t, { ASSAY_CLAMD: socket });
+    const svc = await buildService(t, { ASSAY_CLAMD: socket, ...SHORT_VERSIONS_AGE });
     const auth = await keyWith(svc, ['MALWARE']);
     const content = Buffer.concat([randomContent(1000), marker, randomContent(1000)]);
     const large = Buffer.concat([randomContent(2 * 1024 * 1024), marker]);
@@ -332,7 +334,7 @@ describe('the verdict cache and signature updates', () => {
     await updated.start();
     assert.equal((await client.version()).databaseVersion, 27002);
     // Assay reads the versions again at most this long after it last did.
-    await sleep(VERSIONS_MAX_AGE_MS);
+    await engineVersionsReread(svc);
     for (const [item, earlier] of [
       [content, first],
       [large, firstLarge],
@@ -352,7 +354,7 @@ describe('the verdict cache and signature updates', () => {
   });
 
   test('assay admin verdict-cache clear retires every stored verdict, in every process', async (t) => {
-    const { svc, watch } = await watchedService(t);
+    const { svc, watch } = await watchedService(t, SHORT_VERSIONS_AGE);
     const content = randomContent(4096);
     const first = await upload(svc.url, svc.auth, content);
     const repeat = await upload(svc.url, svc.auth, content);
@@ -362,7 +364,7 @@ describe('the verdict cache and signature updates', () => {
     const cleared = assayCli(svc.dataDir, ['admin', 'verdict-cache', 'clear']);
     assert.equal(cleared.status, 0, cleared.stderr);
     assert.match(cleared.stdout, /no longer reused/);
-    await sleep(VERSIONS_MAX_AGE_MS);
+    await engineVersionsReread(svc);
     const verdicts = watch.verdicts;
     const after = await upload(svc.url, svc.auth, content);
     assert.equal(after.status, 201);

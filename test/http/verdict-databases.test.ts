@@ -5,18 +5,25 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
-import { VERSIONS_MAX_AGE_MS } from '../../src/processing/verdict-cache.js';
 import { traceMessages } from '../helpers/callbacks.js';
 import { watchClamd } from '../helpers/clamd-watch.js';
 import { waitUntil } from '../helpers/client.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
-import { buildService, startSharedClamd, type TestService, tempDir } from '../helpers/service.js';
+import {
+  buildService,
+  engineVersionsReread,
+  startSharedClamd,
+  type TestService,
+  tempDir,
+} from '../helpers/service.js';
 
 // What clamd loads beyond VERSION's daily database (a third-party .ndb, say) is part of the
 // verdict key (issue 25: a clean verdict outlived a new database and came back [] for content it
 // now flags).
+
+/** Versions read again after 100 ms (1 s by default): what waits for a new reading waits little. */
+const SHORT_VERSIONS_AGE = { ASSAY_ENGINE_VERSIONS_MAX_AGE_MS: '100' };
 
 /** Writes `<dir>/<name>` with one body signature, replacing it at once (as updaters do). */
 function writeNdb(dir: string, name: string, signature: string, marker: Buffer): void {
@@ -62,7 +69,7 @@ describe('the verdict cache and every database clamd loads', () => {
     const official = join(dir, 'official');
     mkdirSync(official);
     const clamd = await clamdWith(t, official);
-    const svc = await buildService(t, { ASSAY_CLAMD: socketOf(clamd) });
+    const svc = await buildService(t, { ASSAY_CLAMD: socketOf(clamd), ...SHORT_VERSIONS_AGE });
     const marker = randomBytes(24);
     const content = Buffer.concat([randomContent(1000), marker, randomContent(1000)]);
     assert.deepEqual(await scan(svc, content), { findings: [], reused: false });
@@ -73,7 +80,7 @@ describe('the verdict cache and every database clamd loads', () => {
     writeNdb(official, 'third-party.ndb', 'Assay.Test.ThirdParty', marker);
     await clamd.stop();
     await clamd.start();
-    await sleep(VERSIONS_MAX_AGE_MS);
+    await engineVersionsReread(svc);
     assert.deepEqual(await scan(svc, content), {
       findings: ['content.malicious.assay.test.thirdparty'],
       reused: false,
@@ -91,7 +98,7 @@ describe('the verdict cache and every database clamd loads', () => {
     writeNdb(official, 'third-party.ndb', 'Assay.Test.Unrelated', randomBytes(24));
     const clamd = await clamdWith(t, official);
     // The managed clamd, as Assay's own (its load state beside the socket)...
-    const managed = await buildService(t, { ASSAY_CLAMD: socketOf(clamd) });
+    const managed = await buildService(t, { ASSAY_CLAMD: socketOf(clamd), ...SHORT_VERSIONS_AGE });
     // ...and as a clamd someone else runs: reached through a relay in a folder of its own, with
     // the database folder watched and a SelfCheck of 3 s.
     const relayDir = tempDir('assay-relay-');
@@ -104,6 +111,7 @@ describe('the verdict cache and every database clamd loads', () => {
       ASSAY_CLAMD: relay.socket,
       ASSAY_CLAMD_DATABASE_DIR: official,
       ASSAY_CLAMD_SELFCHECK: '3',
+      ...SHORT_VERSIONS_AGE,
     });
     const marker = randomBytes(24);
     const content = Buffer.concat([randomContent(1000), marker, randomContent(1000)]);
@@ -117,7 +125,7 @@ describe('the verdict cache and every database clamd loads', () => {
     assert.notEqual(externalBefore, null);
 
     writeNdb(official, 'third-party.ndb', 'Assay.Test.Changed', marker);
-    await sleep(VERSIONS_MAX_AGE_MS);
+    await engineVersionsReread(managed); // and `external`, started with the same setting
     // On disk, not loaded (SelfCheck is 10 minutes away): clamd still scans with the old set, so
     // its verdict stands, but it is neither reused nor stored.
     for (const svc of [managed, external]) {
@@ -139,7 +147,13 @@ describe('the verdict cache and every database clamd loads', () => {
       async () => ![null, before].includes(await databasesVersion(managed)),
       30_000,
     );
-    await sleep(3000); // the SelfCheck the external service was told to wait for
+    // The SelfCheck the external service was told to wait for: counted from when it saw the
+    // change, so part of it has passed already.
+    await waitUntil(
+      'the external service trusts the folder again',
+      async () => (await databasesVersion(external)) !== null,
+      30_000,
+    );
     for (const svc of [managed, external]) {
       // clamd 1.4 may stall up to ~30 s after a reload without ConcurrentDatabaseReload.
       assert.deepEqual(await scan(svc, content), {

@@ -14,7 +14,7 @@ test('a key begins with the content’s SHA-256; verdicts found with the claim a
   await addAccount(store, ACCOUNT);
   const cache = new VerdictCache(
     store,
-    new EngineVersions('assay 1', [async () => 'ClamAV 1.0/1/today']),
+    new EngineVersions('assay 1', [async () => 'ClamAV 1.0/1/today'], 1_000),
     { mode: 'account', ttlMs: 3_600_000 },
     capturedLogger().logger,
   );

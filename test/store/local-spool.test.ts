@@ -26,10 +26,13 @@ async function text(stream: Readable): Promise<string> {
   return Buffer.concat(parts).toString();
 }
 
+/** How long the spool's check outcome answers later ones here (a second in the service). */
+const HEALTH_REUSE_MS = 100;
+
 function spoolDir(t: TestContext): { dir: string; spool: LocalSpool } {
   const dir = tempDir('assay-local-spool-');
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return { dir, spool: new LocalSpool(dir) };
+  return { dir, spool: new LocalSpool(dir, HEALTH_REUSE_MS) };
 }
 
 /** The error `work` rejects with; the test fails if it resolves. */
@@ -71,9 +74,9 @@ describe('LocalSpool tells an outage from one item', () => {
 
     rmSync(dir);
     renameSync(`${dir}-away`, dir);
-    // A check's outcome answers for a second. The write that failed is remembered, so the next
+    // A check's outcome answers for a while. The write that failed is remembered, so the next
     // check writes (its probe is gone after it).
-    await sleep(1100);
+    await sleep(HEALTH_REUSE_MS + 50);
     await spool.check();
     assert.deepEqual(readdirSync(dir), [stored]);
     assert.equal(await text(spool.read(stored)), 'kept');
