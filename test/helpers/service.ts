@@ -10,7 +10,7 @@ import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-
 import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { storeEnv } from './test-database.js';
+import { prepareStore, TEST_POOL_ENV } from './test-database.js';
 
 /**
  * Waits until the service sees what a test changed in its store behind its back (keys, accounts,
@@ -137,7 +137,8 @@ export async function buildService(
   const config = loadConfig({
     ASSAY_PORT: '0',
     ASSAY_DATA_DIR: dataDir,
-    ...storeEnv(dataDir),
+    ...TEST_POOL_ENV,
+    ...(await prepareStore(dataDir)),
     ...env,
   });
   const store = await openStore(config);
