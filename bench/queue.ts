@@ -69,7 +69,7 @@ async function measure(store: Store, what: string, run: () => Promise<void>): Pr
 }
 
 async function main(): Promise<void> {
-  const url = freshPostgresDatabase();
+  const url = await freshPostgresDatabase();
   const store = await openStore({ dataDir: '', databaseUrl: url, databasePoolSize: 4 });
   const dispatch = new PgBossDispatch({
     connectionString: url,

@@ -23,7 +23,10 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL's URL; empty: SQLite in `dataDir`. The password is never logged. */
   databaseUrl: string;
+  /** Connections of the store's pool (PostgreSQL). */
   databasePoolSize: number;
+  /** Connections of pg-boss's pool (PostgreSQL), apart from its LISTEN connection. */
+  dispatchPoolSize: number;
   /** Base of `Location` headers; when null, it is taken from the request's Host header. */
   publicUrl: string | null;
   maxFileSize: number;

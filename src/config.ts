@@ -37,6 +37,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'ASSAY_DATABASE_POOL_SIZE', 1, 1000),
+    dispatchPoolSize: integer(env, 'ASSAY_DISPATCH_POOL_SIZE', 1, 1000),
     publicUrl: baseUrl(env, 'ASSAY_PUBLIC_URL'),
     // clamd's own stream limit sits below 4 GB; keep ours well inside it.
     maxFileSize: integer(env, 'ASSAY_MAX_FILE_SIZE', 1, 2 * 1024 * 1024 * 1024),

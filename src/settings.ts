@@ -9,7 +9,14 @@ export const SETTINGS = {
     default: '',
     doc: '`postgres://user:password@host:port/database`: PostgreSQL; empty: SQLite in the data dir.',
   },
-  ASSAY_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL connections of each process.' },
+  ASSAY_DATABASE_POOL_SIZE: {
+    default: '10',
+    doc: "PostgreSQL connections of each process's store (pg-boss's are ASSAY_DISPATCH_POOL_SIZE).",
+  },
+  ASSAY_DISPATCH_POOL_SIZE: {
+    default: '4',
+    doc: "PostgreSQL connections of each process's pg-boss (callback delivery), besides its one LISTEN connection.",
+  },
   ASSAY_PUBLIC_URL: {
     default: '',
     doc: 'Base URL (http(s), may end in a path the proxy strips) of every `Location`; when set, Host and X-Forwarded-* are not read for URLs.',

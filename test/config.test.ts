@@ -24,6 +24,8 @@ describe('configuration from ASSAY_* variables', () => {
     assert.equal(config.syncConcurrency, 16);
     assert.equal(config.clamdDatabaseDir, '/var/lib/clamav');
     assert.equal(config.clamdSelfCheckMs, 3_600_000);
+    assert.equal(config.databasePoolSize, 10);
+    assert.equal(config.dispatchPoolSize, 4);
   });
 
   test("clamd's databases: a folder (or none) and the SelfCheck of a clamd you run", () => {
@@ -118,6 +120,7 @@ describe('configuration from ASSAY_* variables', () => {
     ['ASSAY_DATABASE_URL', 'mysql://db/assay'],
     ['ASSAY_DATABASE_URL', 'db.internal/assay'],
     ['ASSAY_DATABASE_POOL_SIZE', '0'],
+    ['ASSAY_DISPATCH_POOL_SIZE', '0'],
   ];
   test('a bad database URL is refused without echoing it (it may hold a password)', () => {
     assert.throws(

@@ -19,13 +19,14 @@ export interface Dispatch extends WorkDispatch, WorkDelivery, DueSignals {
  * its due list too. pg-boss (and pg) is imported only then: a service on SQLite never loads it.
  */
 export async function openDispatch(
-  settings: { databaseUrl: string; role: string },
+  settings: { databaseUrl: string; dispatchPoolSize: number; role: string },
   logger: Logger,
 ): Promise<Dispatch | null> {
   if (settings.databaseUrl === '') return null;
   const { PgBossDispatch } = await import('./pg-boss-dispatch.js');
   return new PgBossDispatch({
     connectionString: settings.databaseUrl,
+    poolSize: settings.dispatchPoolSize,
     instanceName: `assay-${settings.role}`,
     // pg-boss's monitor and maintenance run where work runs: an api process only sends.
     supervise: settings.role !== 'api',

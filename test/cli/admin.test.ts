@@ -9,6 +9,7 @@ import {
   tempDir,
   useSharedClamd,
 } from '../helpers/service.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
 const assay = (dataDir: string, ...args: string[]) => assayCli(dataDir, args);
@@ -239,9 +240,10 @@ describe('assay admin', () => {
     }
   });
 
-  test('clear errors for unknown accounts and keys', () => {
+  test('clear errors for unknown accounts and keys', async () => {
     const dataDir = tempDir();
     try {
+      await prepareStore(dataDir);
       const noAccount = assay(dataDir, 'admin', 'key', 'create', '--account', 'f'.repeat(32));
       assert.equal(noAccount.status, 1);
       assert.match(noAccount.stderr, /no account/);

@@ -46,7 +46,7 @@ describe('connections dropped under load', {
   skip: onPostgres ? false : 'PostgreSQL connections only (npm run test:postgres)',
 }, () => {
   test('api and worker processes stay up, every accepted item is finished once, and no log carries the password', async (t) => {
-    const url = new URL(freshPostgresDatabase());
+    const url = new URL(await freshPostgresDatabase());
     const database = url.pathname.slice(1);
     url.password = PASSWORD;
     const receiver = await startLocalServer((_request, response) => response.end());

@@ -12,7 +12,7 @@ import { randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { failWrites } from '../helpers/failing-writes.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 // @run-alone: a SIGTERMed serve must exit within 5.5 s (3-s grace)
 
@@ -211,7 +211,9 @@ describe('jobs that end the process, and a store that refuses writes', () => {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_ENGINE_RETRY_MS: '100',
     });
-    const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+    const store = await openStore(
+      loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+    );
     t.after(() => store.close());
     // The result, every trace line but the submission's, and putting the job back all fail: the
     // job runner's recording and then its error handling (a full disk does this).

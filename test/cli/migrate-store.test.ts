@@ -63,7 +63,7 @@ describe('assay admin migrate-store', { skip: onPostgres ? 'its source is SQLite
     embedded.child.kill('SIGTERM');
     await once(embedded.child, 'exit');
 
-    const target = freshPostgresDatabase();
+    const target = await freshPostgresDatabase();
     const moved = assayCli(dataDir, ['admin', 'migrate-store', '--to', target]);
     assert.equal(moved.status, 0, moved.stderr);
     assert.match(moved.stdout, /^accounts: 1 copied$/m);

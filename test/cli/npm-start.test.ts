@@ -5,7 +5,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { serving } from '../helpers/cli.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore, TEST_POOL_ENV } from '../helpers/test-database.js';
 
 function isRunning(pid: number): boolean {
   try {
@@ -26,7 +26,13 @@ describe('npm start', () => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
     const npm = spawn('npm', ['start'], {
-      env: { ...process.env, ASSAY_PORT: '0', ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) },
+      env: {
+        ...process.env,
+        ASSAY_PORT: '0',
+        ASSAY_DATA_DIR: dataDir,
+        ...TEST_POOL_ENV,
+        ...(await prepareStore(dataDir)),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
       detached: true,
     });

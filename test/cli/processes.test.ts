@@ -18,7 +18,7 @@ const ping = (serve: ServeProcess, auth: string) =>
 
 /** Two `assay serve` processes on one PostgreSQL database, each with a data dir of its own. */
 async function twoProcesses(t: Parameters<typeof startServe>[0], env: Record<string, string>) {
-  const database = freshPostgresDatabase();
+  const database = await freshPostgresDatabase();
   const dirs = [tempDir(), tempDir()];
   t.after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

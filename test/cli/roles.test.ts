@@ -69,7 +69,7 @@ describe('roles on one PostgreSQL database', {
     t.after(() => s3.stop());
     const env = {
       ...common(),
-      ASSAY_DATABASE_URL: freshPostgresDatabase(),
+      ASSAY_DATABASE_URL: await freshPostgresDatabase(),
       ASSAY_SPOOL_URL: `s3://${s3.bucket}/spool`,
       ASSAY_S3_ENDPOINT: s3.endpoint,
     };
@@ -100,7 +100,7 @@ describe('roles on one PostgreSQL database', {
   });
 
   test('a fetch submitted to an api process is done by a worker process, never by the api alone', async (t) => {
-    const database = freshPostgresDatabase();
+    const database = await freshPostgresDatabase();
     const content = randomContent(3000);
     const remote = await startLocalServer((_request, response) => response.end(content));
     t.after(() => remote.close());
@@ -140,7 +140,7 @@ describe('roles on one PostgreSQL database', {
   });
 
   test('a worker killed with SIGKILL mid-job: another finishes it within the lease, one result, one delivery id', async (t) => {
-    const database = freshPostgresDatabase();
+    const database = await freshPostgresDatabase();
     const content = randomContent(3000);
     // The first download (the doomed worker's) never gets an answer.
     const remote = await remoteHolding(t, 1, content);

@@ -7,7 +7,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { startServe } from '../helpers/cli.js';
 import { nodeArgsOf } from '../helpers/entry.js';
 import { tempDir } from '../helpers/service.js';
-import { onPostgres, storeEnv } from '../helpers/test-database.js';
+import { onPostgres, prepareStore, TEST_POOL_ENV } from '../helpers/test-database.js';
 
 // Chromium's Accept for a page it navigates to.
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8';
@@ -28,7 +28,13 @@ function dataDirs(t: TestContext): { dataDir: string; env: Record<string, string
 async function serveOnTerminal(t: TestContext, env: Record<string, string>) {
   const command = [process.execPath, ...nodeArgsOf('src/main.ts'), 'serve'].join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
-    env: { ...process.env, ASSAY_PORT: '0', ...storeEnv(env.ASSAY_DATA_DIR ?? ''), ...env },
+    env: {
+      ...process.env,
+      ASSAY_PORT: '0',
+      ...TEST_POOL_ENV,
+      ...(await prepareStore(env.ASSAY_DATA_DIR ?? '')),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true,
   });

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
 import { nodeArgsOf } from './entry.js';
-import { storeEnv } from './test-database.js';
+import { prepareStore, storeEnv, TEST_POOL_ENV } from './test-database.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -41,7 +41,8 @@ export async function startServe(
     env: {
       ...process.env,
       ASSAY_PORT: '0',
-      ...(env.ASSAY_DATA_DIR === undefined ? {} : storeEnv(env.ASSAY_DATA_DIR)),
+      ...TEST_POOL_ENV,
+      ...(env.ASSAY_DATA_DIR === undefined ? {} : await prepareStore(env.ASSAY_DATA_DIR)),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -88,7 +89,11 @@ export async function serving(t: TestContext, child: ChildProcess): Promise<Serv
   return { child, url, clamdPid, messages, records };
 }
 
-/** Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. */
+/**
+ * Runs the real CLI (`assay admin …`) on a data dir, as an operator would; `input` is its stdin. On
+ * PostgreSQL the data dir's database must exist: a data dir of buildService, startServe or
+ * openTestStore, or one given to `await prepareStore(dataDir)` first.
+ */
 export function assayCli(
   dataDir: string,
   args: string[],
@@ -100,6 +105,7 @@ export function assayCli(
     env: {
       ...process.env,
       ASSAY_DATA_DIR: dataDir,
+      ...TEST_POOL_ENV,
       ...(env.ASSAY_DATABASE_URL === undefined ? storeEnv(dataDir) : {}),
       ...env,
     },

@@ -10,7 +10,7 @@ import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-
 import { type RunningService, type ServiceTestHooks, startService } from '../../src/service.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { storeEnv } from './test-database.js';
+import { prepareStore, TEST_POOL_ENV } from './test-database.js';
 
 /**
  * How long a test service reuses credentials (ASSAY_CREDENTIAL_CACHE_MS) unless the test says
@@ -158,7 +158,8 @@ export async function buildService(
     ASSAY_PORT: '0',
     ASSAY_DATA_DIR: dataDir,
     ASSAY_CREDENTIAL_CACHE_MS: String(TEST_CREDENTIAL_CACHE_MS),
-    ...storeEnv(dataDir),
+    ...TEST_POOL_ENV,
+    ...(await prepareStore(dataDir)),
     ...env,
   });
   const store = await openStore(config);

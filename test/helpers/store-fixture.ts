@@ -6,7 +6,7 @@ import type { Job } from '../../src/domain/records.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { tempDir } from './service.js';
-import { storeEnv } from './test-database.js';
+import { prepareStore } from './test-database.js';
 
 type After = { after: (fn: () => unknown) => void };
 
@@ -21,7 +21,7 @@ export async function openTestStore(
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const store = await openStore(
-    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(sqlite ? {} : storeEnv(dataDir)) }),
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(sqlite ? {} : await prepareStore(dataDir)) }),
   );
   t.after(() => store.close());
   return { store, dataDir };

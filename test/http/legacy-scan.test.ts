@@ -9,7 +9,7 @@ import { startService } from '../../src/service.js';
 import { randomContent, sha1 } from '../helpers/content.js';
 import { FORMATS, type LegacyFormat, legacyRequest, UUID } from '../helpers/legacy.js';
 import { buildService, quietLogger, useSharedClamd } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { storeEnv, TEST_POOL_ENV } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
@@ -114,6 +114,7 @@ describe('v1.0 POST /api/scan/', () => {
       loadConfig({
         ASSAY_PORT: '0',
         ASSAY_DATA_DIR: svc.dataDir,
+        ...TEST_POOL_ENV,
         ...storeEnv(svc.dataDir),
         ...env(),
       }),

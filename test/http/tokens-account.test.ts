@@ -8,7 +8,7 @@ import { startService } from '../../src/service.js';
 import { uploadForm } from '../helpers/content.js';
 import { capturedLogger } from '../helpers/logs.js';
 import { basic, buildService, credentialsRefreshed, useSharedClamd } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { storeEnv, TEST_POOL_ENV } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
@@ -171,6 +171,7 @@ describe('temporary tokens', () => {
       loadConfig({
         ASSAY_PORT: '0',
         ASSAY_DATA_DIR: svc.dataDir,
+        ...TEST_POOL_ENV,
         ...storeEnv(svc.dataDir),
         ...env(),
       }),

@@ -5,7 +5,7 @@ import type { Job } from '../../src/domain/records.js';
 import { FairClaims } from '../../src/processing/fair-claims.js';
 import { openStore } from '../../src/store/open-store.js';
 import { addAccount, openTestStore, pendingUpload } from '../helpers/store-fixture.js';
-import { onPostgres, storeEnv } from '../helpers/test-database.js';
+import { onPostgres, prepareStore } from '../helpers/test-database.js';
 
 const LIMITS = { scan: { slots: 8, perAccount: 3 }, download: { slots: 8, perAccount: 3 } };
 
@@ -16,7 +16,9 @@ test('claim rounds of several processes at once never take an account past its c
 }, async (t) => {
   const { store, dataDir } = await openTestStore(t);
   // A second connection pool on the same database: another process's.
-  const other = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const other = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => other.close());
   await addAccount(store, 'account-a');
   for (let i = 0; i < 40; i++) {

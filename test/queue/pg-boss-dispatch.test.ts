@@ -26,7 +26,7 @@ const LIVENESS_BOUND_MS =
   (FAST.heartbeatSeconds + 2 * FAST.monitorSeconds + 1 + FAST.pollSeconds) * 1000;
 
 async function database(t: TestContext): Promise<{ url: string; store: Store }> {
-  const url = freshPostgresDatabase();
+  const url = await freshPostgresDatabase();
   const store = await openStore({ dataDir: '', databaseUrl: url, databasePoolSize: 4 });
   t.after(() => store.close());
   return { url, store };

@@ -75,7 +75,7 @@ describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
     t.after(() => receiver.close());
     const remote = await startLocalServer((_request, response) => response.end('fetched text'));
     t.after(() => remote.close());
-    const database = freshPostgresDatabase();
+    const database = await freshPostgresDatabase();
     const env = deploymentEnv(t, database);
     const api = await startServe(t, { ...env, ASSAY_DATA_DIR: dataDir(t), ASSAY_ROLE: 'api' });
 
@@ -144,7 +144,7 @@ describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
     });
     t.after(() => remote.close());
     const env = {
-      ...deploymentEnv(t, freshPostgresDatabase()),
+      ...deploymentEnv(t, await freshPostgresDatabase()),
       ASSAY_FETCH_CONCURRENCY: '4',
       ASSAY_ACCOUNT_FETCH_CONCURRENCY: '2',
     };
@@ -160,5 +160,77 @@ describe('jobs from the due list, callbacks through pg-boss, on PostgreSQL', {
       assert.deepEqual(result.findings, [], id);
     }
     assert.equal(most, 2, `downloads of one account at once, over both workers: ${most}`);
+  });
+
+  test("a process keeps to its pools: the store's, pg-boss's and one LISTEN connection", async (t) => {
+    const receiver = await startLocalServer((_request, response) => response.end('ok'));
+    t.after(() => receiver.close());
+    const database = await freshPostgresDatabase();
+    const serve = await startServe(t, {
+      ...deploymentEnv(t, database),
+      ASSAY_DATA_DIR: dataDir(t),
+      ASSAY_DATABASE_POOL_SIZE: '2',
+      ASSAY_DISPATCH_POOL_SIZE: '1',
+    });
+    // The connections on the deployment's database, by pool, every 20 ms (from another database).
+    const server = new URL(database);
+    const name = server.pathname.slice(1);
+    server.pathname = '/postgres';
+    const observer = new pg.Client({ connectionString: server.href });
+    await observer.connect();
+    t.after(() => observer.end());
+    const most = new Map<string, number>();
+    let observing = true;
+    const observed = (async () => {
+      while (observing) {
+        const { rows } = await observer.query<{ application_name: string; n: number }>(
+          `SELECT application_name, count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = $1 GROUP BY 1`,
+          [name],
+        );
+        for (const row of rows) {
+          most.set(row.application_name, Math.max(most.get(row.application_name) ?? 0, row.n));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    // Work for both pools at once: async uploads, each with a callback, and sync uploads.
+    const ids = await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        const response = await fetch(`${serve.url}/v2.2/files/async`, {
+          method: 'POST',
+          headers: { authorization: AUTH },
+          body: uploadForm(randomContent(2000), { callback: `${receiver.url}/hook` }),
+        });
+        assert.equal(response.status, 202);
+        return ((await response.json()) as { id: string }).id;
+      }),
+    );
+    // Fewer at once than an account's synchronous scans (ASSAY_ACCOUNT_SYNC_CONCURRENCY, 8).
+    const synced = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const response = await fetch(`${serve.url}/v2.2/files`, {
+          method: 'POST',
+          headers: { authorization: AUTH },
+          body: uploadForm(randomContent(2000)),
+        });
+        await response.arrayBuffer();
+        return response.status;
+      }),
+    );
+    assert.deepEqual(new Set(synced), new Set([201]));
+    await waitUntil(
+      'every callback delivered',
+      () => receiver.requests.length === ids.length,
+      60_000,
+    );
+    observing = false;
+    await observed;
+    const store = most.get('assay-store') ?? 0;
+    const dispatch = most.get('assay-dispatch') ?? 0;
+    assert.ok(store >= 1 && store <= 2, `the store's connections at most: ${store}`);
+    // pg-boss's pool of one, and its LISTEN connection (which the jobs' signals need).
+    assert.ok(dispatch >= 1 && dispatch <= 2, `pg-boss's connections at most: ${dispatch}`);
+    t.diagnostic(`connections at most: store ${store}, pg-boss ${dispatch}`);
   });
 });

@@ -78,7 +78,7 @@ describe('scripts/run-tests.mjs (npm test)', () => {
       join(dir, 'hangs.test.ts'),
       `import { writeFileSync } from 'node:fs';\nimport { test } from 'node:test';\n` +
         `import { freshPostgresDatabase } from ${JSON.stringify(TEST_DATABASE)};\n` +
-        `test('hangs', async () => {\n  writeFileSync(${JSON.stringify(join(dir, 'database'))}, freshPostgresDatabase());\n` +
+        `test('hangs', async () => {\n  writeFileSync(${JSON.stringify(join(dir, 'database'))}, await freshPostgresDatabase());\n` +
         '  await new Promise(() => setInterval(() => {}, 1000));\n});\n',
     );
     const result = run('--store', 'postgres', '--file-timeout', '5', join(dir, 'hangs.test.ts'));

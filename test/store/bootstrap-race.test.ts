@@ -7,12 +7,17 @@ import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { nodeArgsOf } from '../helpers/entry.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore, TEST_POOL_ENV } from '../helpers/test-database.js';
 
 test('processes creating the bootstrap key at once: one creates it, the others find it, one account', async (t) => {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const env = { ...process.env, ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) };
+  const env = {
+    ...process.env,
+    ASSAY_DATA_DIR: dataDir,
+    ...TEST_POOL_ENV,
+    ...(await prepareStore(dataDir)),
+  };
   // Migrated once first; then three processes, each with its store open, race on the key.
   const store = await openStore(loadConfig(env));
   t.after(() => store.close());

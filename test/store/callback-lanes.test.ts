@@ -7,7 +7,7 @@ import { SharedDestinationGate } from '../../src/processing/shared-destination-g
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 const LIMITS = { concurrency: 2, accountConcurrency: 3, retryBaseMs: 1000 };
 const LEASE_MS = 60_000;
@@ -15,7 +15,9 @@ const LEASE_MS = 60_000;
 async function freshStore(t: TestContext): Promise<Store> {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => store.close());
   return store;
 }

@@ -32,7 +32,7 @@ describe('a connection dropped inside a transaction', {
 }, () => {
   for (const when of ['while a statement runs', 'between two statements'] as const) {
     test(`${when}: fails that transaction as an outage, and the store goes on`, async (t) => {
-      const url = freshPostgresDatabase();
+      const url = await freshPostgresDatabase();
       const lost: Error[] = [];
       const store = await openStore(
         { dataDir: '', databaseUrl: url, databasePoolSize: 2 },
@@ -77,7 +77,7 @@ describe('a connection dropped inside a transaction', {
   }
 
   test('an idle connection that drops is reported, not fatal', async (t) => {
-    const url = freshPostgresDatabase();
+    const url = await freshPostgresDatabase();
     const lost: Error[] = [];
     const store = await openStore({ dataDir: '', databaseUrl: url, databasePoolSize: 1 }, (error) =>
       lost.push(error),

@@ -8,7 +8,7 @@ import { asBlob, randomContent, sha1, uploadForm } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { buildService, tempDir, useSharedClamd } from '../helpers/service.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
-import { onPostgres, storeEnv } from '../helpers/test-database.js';
+import { onPostgres, prepareStore } from '../helpers/test-database.js';
 
 const clamd = useSharedClamd();
 
@@ -16,7 +16,7 @@ const clamd = useSharedClamd();
 async function serviceBehindRelay(t: TestContext, env: Record<string, string> = {}) {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const database = new URL(storeEnv(dataDir).ASSAY_DATABASE_URL ?? '');
+  const database = new URL((await prepareStore(dataDir)).ASSAY_DATABASE_URL ?? '');
   const proxy = await startTcpProxy(database.hostname, Number(database.port));
   t.after(() => proxy.close());
   database.host = proxy.address;

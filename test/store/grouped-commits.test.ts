@@ -5,12 +5,14 @@ import { loadConfig } from '../../src/config.js';
 import { GroupedCommits } from '../../src/store/grouped-commits.js';
 import { openStore } from '../../src/store/open-store.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 test('writes handed over together (one commit for many) are all kept, but one that fails fails alone', async (t) => {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => store.close());
   const commits = new GroupedCommits(store);
   const names = Array.from({ length: 20 }, (_, i) => `account ${i}`);
@@ -47,7 +49,9 @@ test('writes handed over together (one commit for many) are all kept, but one th
 test('durable: writes handed over together share one sync of their commit, and none resolves before it', async (t) => {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => store.close());
   // Count the syncs and hold each until released: nothing may resolve while its sync is pending.
   let syncs = 0;

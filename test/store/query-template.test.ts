@@ -5,12 +5,14 @@ import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { QueryTemplate } from '../../src/store/query-template.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 async function storeForTest(t: { after: (fn: () => unknown) => void }) {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => store.close());
   return store;
 }

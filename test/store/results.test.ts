@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import type { StoredFile, TraceEvent } from '../../src/domain/records.js';
 import { openStore } from '../../src/store/open-store.js';
 import { tempDir } from '../helpers/service.js';
-import { storeEnv } from '../helpers/test-database.js';
+import { prepareStore } from '../helpers/test-database.js';
 
 const ACCOUNT = 'a'.repeat(32);
 
@@ -37,7 +37,9 @@ const eventsOf = (count: number): TraceEvent[] =>
 test('results’ rows, their whole traces in order and their charges are written together, each only while its job is there', async (t) => {
   const dataDir = tempDir();
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir, ...storeEnv(dataDir) }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
   t.after(() => store.close());
   await store.accounts.insert({
     id: ACCOUNT,
