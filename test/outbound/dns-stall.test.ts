@@ -14,6 +14,8 @@ import { type TestContext, test } from 'node:test';
 import { nodeArgsOf } from '../helpers/entry.js';
 import { useSharedClamd } from '../helpers/service.js';
 
+// @run-alone: a fetch of an /etc/hosts name must be prompt (1 s; 5 s over HTTP) beside 40 stalled lookups
+
 const clamd = useSharedClamd();
 let namespaces = 0;
 

@@ -14,6 +14,8 @@ import {
 import { OutboundError } from '../../src/outbound/target.js';
 import { tempDir } from '../helpers/service.js';
 
+// @run-alone: times the resolver on a megabyte of hostile input (linear, under a bound)
+
 /** A name server on loopback: answers `answer.test` with 127.0.0.9 (A only), NXDOMAIN otherwise. */
 function answeringServer(): Promise<{ socket: dgram.Socket; queries: string[] }> {
   const socket = dgram.createSocket('udp4');
