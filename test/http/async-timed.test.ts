@@ -11,16 +11,28 @@ import { buildService, useSharedClamd } from '../helpers/service.js';
 const clamd = useSharedClamd();
 const env = () => ({ ASSAY_CLAMD: clamd.socket });
 
+/**
+ * Reads an item's result as soon as it is there, and at the latest `ms` after now: while it
+ * answers 404 and `ms` has not passed, it reads again. What a read after a sleep of `ms` checks,
+ * without the sleep where the result came sooner.
+ */
+async function readWithin(url: string, auth: string, id: string, ms: number): Promise<Response> {
+  const due = performance.now() + ms;
+  for (;;) {
+    const read = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
+    if (read.status !== 404 || performance.now() >= due) return read;
+    await read.arrayBuffer();
+    await sleep(Math.min(20, Math.max(0, due - performance.now())));
+  }
+}
+
 describe('POST /files/async', () => {
   test('small content is retrievable (200) within 500 ms of the 202, every time', async (t) => {
     const svc = await buildService(t, env());
     for (let i = 0; i < 20; i++) {
       const content = randomContent(4096);
       const { body } = await submitAsync(svc.url, svc.auth, content);
-      await sleep(500);
-      const read = await fetch(`${svc.url}/v2.2/files/${body.id}`, {
-        headers: { authorization: svc.auth },
-      });
+      const read = await readWithin(svc.url, svc.auth, String(body.id), 500);
       assert.equal(read.status, 200, `submission ${i}`);
       assert.equal(((await read.json()) as Record<string, unknown>).checksum, sha1(content));
     }
