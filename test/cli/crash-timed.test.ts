@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startServe } from '../helpers/cli.js';
+import { waitUntil } from '../helpers/client.js';
 import { startLocalServer } from '../helpers/local-server.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 
@@ -18,9 +19,11 @@ describe('shutdown', () => {
   test('SIGTERM lets a running job finish within the grace, parks one that does not, and both complete', async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    // A remote that answers /quick after 1 s and /slow after 6 s.
+    // A remote that answers /quick after 1 s and /slow after 6 s, past the grace. What the second
+    // life fetches again (the parked /slow) it answers after 1 s: that wait tells nothing more.
     const remote = await startLocalServer(async (request, response) => {
-      await sleep(request.url === '/quick' ? 1_000 : 6_000);
+      const slowAgain = remote.requests.filter((r) => r.url === '/slow').length > 1;
+      await sleep(request.url === '/slow' && !slowAgain ? 6_000 : 1_000);
       response.end(`content of ${request.url} ${Date.now()}`);
     });
     t.after(() => remote.close());
@@ -41,7 +44,8 @@ describe('shutdown', () => {
       });
       ids.push(((await response.json()) as { id: string }).id);
     }
-    await sleep(300);
+    // Both downloads are running when the signal comes (waitFor would wait for the answers).
+    await waitUntil('both downloads started', () => remote.requests.length === 2, 10_000);
     const stopping = Date.now();
     first.child.kill('SIGTERM');
     const [code] = await once(first.child, 'exit');
