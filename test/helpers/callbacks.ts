@@ -1,4 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { uploadForm } from './content.js';
+import type { TestService } from './service.js';
 
 /** What docs/API.md ("Callbacks") tells receivers to do: recompute the HMAC and compare in constant time. */
 export function verifySignature(header: string, body: Buffer, secret: string): boolean {
@@ -17,4 +19,33 @@ export async function traceMessages(baseUrl: string, auth: string, id: string): 
   });
   const trace = (await response.json()) as { events: Array<{ message: string }> };
   return trace.events.map((event) => event.message);
+}
+
+/**
+ * The settings of the callback-limits tests, on the file's shared clamd: fast retries; receivers
+ * live on 127.0.0.1, allowed by setting; `more` on top.
+ */
+export function callbackLimitsEnv(clamd: { readonly socket: string }) {
+  return (more: Record<string, string> = {}) => ({
+    ASSAY_CLAMD: clamd.socket,
+    ASSAY_FETCH_ALLOW: '127.0.0.1/32',
+    ASSAY_CALLBACK_RETRY_BASE_MS: '100',
+    // Bursts of synchronous uploads set up the deliveries: above the default caps on sync scans.
+    ASSAY_SYNC_CONCURRENCY: '32',
+    ASSAY_ACCOUNT_SYNC_CONCURRENCY: '32',
+    ...more,
+  });
+}
+
+/** A synchronous v2.2 upload of `content` with text `fields` (a callback among them). */
+export function uploadWithFields(
+  svc: TestService,
+  content: string,
+  fields: Record<string, string>,
+) {
+  return fetch(`${svc.url}/v2.2/files`, {
+    method: 'POST',
+    headers: { authorization: svc.auth },
+    body: uploadForm(content, fields),
+  });
 }

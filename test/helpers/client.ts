@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type IncomingHttpHeaders, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { uploadForm } from './content.js';
 
 /**
  * Polls a result as clients do: 404 while unfinished (anything else fails the test), then the
@@ -24,6 +25,22 @@ export async function pollResult(
     await sleep(20);
   }
   throw new Error(`no result for ${id} within ${timeoutMs} ms`);
+}
+
+/** An async upload of `content` with text `fields`; returns the answer and its JSON body. */
+export async function submitAsync(
+  url: string,
+  auth: string,
+  content: Buffer | string,
+  fields = {},
+  version = 'v2.2',
+) {
+  const response = await fetch(`${url}/${version}/files/async`, {
+    method: 'POST',
+    headers: { authorization: auth },
+    body: uploadForm(content, fields),
+  });
+  return { response, body: (await response.json()) as Record<string, unknown> };
 }
 
 /** The messages of an item's v2.2 trace, oldest first. */

@@ -4,39 +4,18 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { newId } from '../../src/accounts/credentials.js';
 import { ResultRecorder } from '../../src/processing/result-recorder.js';
-import { traceMessages } from '../helpers/callbacks.js';
-import { uploadForm } from '../helpers/content.js';
+import { callbackLimitsEnv, traceMessages, uploadWithFields } from '../helpers/callbacks.js';
 import { startLocalServer } from '../helpers/local-server.js';
-import { buildService, type TestService, useSharedClamd } from '../helpers/service.js';
-
-// @run-alone: another destination's callback within 1 s of a slow one's
+import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
-
-/** Fast retries for tests; receivers live on 127.0.0.1, allowed by setting. */
-const env = (more: Record<string, string> = {}) => ({
-  ASSAY_CLAMD: clamd.socket,
-  ASSAY_FETCH_ALLOW: '127.0.0.1/32',
-  ASSAY_CALLBACK_RETRY_BASE_MS: '100',
-  // Bursts of synchronous uploads set up the deliveries: above the default caps on sync scans.
-  ASSAY_SYNC_CONCURRENCY: '32',
-  ASSAY_ACCOUNT_SYNC_CONCURRENCY: '32',
-  ...more,
-});
+const env = callbackLimitsEnv(clamd);
 
 /** `count` metadata entries of `size` copies of `char`. */
 function metadata(count: number, size: number, char: string): Record<string, string> {
   return Object.fromEntries(
     Array.from({ length: count }, (_, i) => [`metadata[k${i}]`, char.repeat(size)]),
   );
-}
-
-function upload(svc: TestService, content: string, fields: Record<string, string>) {
-  return fetch(`${svc.url}/v2.2/files`, {
-    method: 'POST',
-    headers: { authorization: svc.auth },
-    body: uploadForm(content, fields),
-  });
 }
 
 describe('callback limits', () => {
@@ -48,7 +27,7 @@ describe('callback limits', () => {
 
     // 200 KB of control characters is 1.2 MB as JSON (each one is \u0001): refused at once.
     const escaped = metadata(4, 50_000, '\u0001');
-    const refused = await upload(svc, 'escaped', { ...escaped, callback });
+    const refused = await uploadWithFields(svc, 'escaped', { ...escaped, callback });
     assert.equal(refused.status, 400);
     assert.match(
       ((await refused.json()) as { error: string }).error,
@@ -61,10 +40,13 @@ describe('callback limits', () => {
     });
     assert.equal(viaFetch.status, 400, 'the fetch route applies the same limit');
     // Without a callback nothing is sent, so the same metadata is taken.
-    assert.equal((await upload(svc, 'escaped', escaped)).status, 201);
+    assert.equal((await uploadWithFields(svc, 'escaped', escaped)).status, 201);
 
     // 900 KB of plain letters is 900 KB as JSON: within the limit, and delivered whole.
-    const accepted = await upload(svc, 'plain', { ...metadata(15, 60_000, 'a'), callback });
+    const accepted = await uploadWithFields(svc, 'plain', {
+      ...metadata(15, 60_000, 'a'),
+      callback,
+    });
     assert.equal(accepted.status, 201);
     const result = await accepted.text();
     const [delivered] = await receiver.waitFor(1, 10_000);
@@ -118,36 +100,6 @@ describe('callback limits', () => {
     assert.equal(read.status, 200, 'the result itself is recorded');
   });
 
-  test('deliveries to one destination run at most ASSAY_CALLBACK_DESTINATION_CONCURRENCY at once; others are not held', async (t) => {
-    const svc = await buildService(t, env({ ASSAY_CALLBACK_DESTINATION_CONCURRENCY: '2' }));
-    let current = 0;
-    let most = 0;
-    const slow = await startLocalServer(async (_request, response) => {
-      current += 1;
-      most = Math.max(most, current);
-      await sleep(300);
-      current -= 1;
-      response.end();
-    });
-    const fast = await startLocalServer((_request, response) => response.end());
-    t.after(async () => {
-      await slow.close();
-      await fast.close();
-    });
-    const uploads = Array.from({ length: 10 }, (_, i) =>
-      upload(svc, `slow ${i}`, { callback: `${slow.url}/hook/${i}?q=${i}` }),
-    );
-    for (const response of await Promise.all(uploads)) assert.equal(response.status, 201);
-    // 10 deliveries, 2 at a time, 300 ms each: the slow receiver is busy for 1.5 s.
-    assert.equal((await upload(svc, 'fast', { callback: `${fast.url}/hook` })).status, 201);
-    const started = Date.now();
-    await fast.waitFor(1, 5_000);
-    const fastDelay = Date.now() - started;
-    await slow.waitFor(10, 15_000);
-    assert.equal(most, 2, `at most 2 in flight to one destination (saw ${most})`);
-    assert.ok(fastDelay < 1_000, `another destination is not held back (${fastDelay} ms)`);
-  });
-
   test('a destination that keeps failing is backed off as a whole, without using up the attempts of its deliveries', async (t) => {
     // 20 synchronous uploads at once: more than the default cap on synchronous scans.
     const svc = await buildService(
@@ -162,7 +114,7 @@ describe('callback limits', () => {
     t.after(() => receiver.close());
     const deliveries = 20;
     const uploads = Array.from({ length: deliveries }, (_, i) =>
-      upload(svc, `item ${i}`, { callback: `${receiver.url}/hook/${i}` }),
+      uploadWithFields(svc, `item ${i}`, { callback: `${receiver.url}/hook/${i}` }),
     );
     const ids: string[] = [];
     for (const response of await Promise.all(uploads)) {
