@@ -177,7 +177,13 @@ async function eachWidth(
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   for (const [width, size] of Object.entries(WIDTHS)) {
     await page.setViewportSize(size);
-    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
+    // For a person to look at, not asserted: a loaded machine (files run at once) may take longer
+    // than Playwright's 30 s to paint a full page.
+    await page.screenshot({
+      path: join(SCREENSHOT_DIR, `${name}-${width}.png`),
+      fullPage: true,
+      timeout: 120_000,
+    });
     const found = await layoutProblems(page, width === 'phone');
     if (problems === undefined) {
       assert.deepEqual(found, [], `${name} at ${size.width} px: what cannot be seen or reached`);
