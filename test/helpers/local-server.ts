@@ -1,7 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before } from 'node:test';
-import { randomContent } from './content.js';
 
 export interface ReceivedRequest {
   method: string;
@@ -71,36 +69,5 @@ export async function startLocalServer(
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
     },
-  };
-}
-
-/**
- * A stand-in for remote servers, shared by a file's tests (started before them, closed after):
- * /never… accepts the request and never answers; any other path answers 1 KB. Read `url` inside
- * tests (it exists only once the file's `before` has run).
- */
-export function useNeverAnsweringRemote(): {
-  readonly url: string;
-  /** How many requests the remote has received for paths starting with `prefix`. */
-  requestsFor(prefix: string): number;
-} {
-  let remote: LocalServer | null = null;
-  before(async () => {
-    remote = await startLocalServer((request, response) => {
-      if (request.url.startsWith('/never')) return new Promise(() => {});
-      response.end(randomContent(1024));
-    });
-  });
-  after(() => remote?.close());
-  const started = (): LocalServer => {
-    if (remote === null) throw new Error('the remote is not started yet');
-    return remote;
-  };
-  return {
-    get url() {
-      return started().url;
-    },
-    requestsFor: (prefix) =>
-      started().requests.filter((request) => request.url.startsWith(prefix)).length,
   };
 }
