@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { startServe } from '../helpers/cli.js';
+import { signalGroup, startServe } from '../helpers/cli.js';
 import { randomContent, uploadForm } from '../helpers/content.js';
 import { basic, tempDir, useSharedClamd } from '../helpers/service.js';
 import { onPostgres } from '../helpers/test-database.js';
@@ -115,7 +115,7 @@ async function tracedUpload(
   assert.equal(response.status, 202);
   const { id } = (await response.json()) as { id: string };
   // SIGTERM to the group: strace and the service it runs stop together.
-  process.kill(-(serve.child.pid ?? 0), 'SIGTERM');
+  signalGroup(serve.child, 'SIGTERM');
   await once(serve.child, 'exit');
   return { lines: readFileSync(log, 'utf8').split('\n'), id, dataDir };
 }

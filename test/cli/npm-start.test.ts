@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { serving } from '../helpers/cli.js';
+import { serving, signalGroup } from '../helpers/cli.js';
 import { tempDir } from '../helpers/service.js';
 import { prepareStore, TEST_POOL_ENV } from '../helpers/test-database.js';
 
@@ -38,13 +38,13 @@ describe('npm start', () => {
     });
     t.after(() => {
       if (npm.exitCode === null && npm.signalCode === null)
-        process.kill(-(npm.pid ?? 0), 'SIGKILL');
+        signalGroup(npm, 'SIGKILL');
     });
     const { url, clamdPid, records } = await serving(t, npm);
     const servicePid = records.find((record) => record.msg === 'assay is serving')?.pid ?? 0;
     assert.equal((await fetch(`${url}/health/live`)).status, 200);
 
-    process.kill(-(npm.pid ?? 0), 'SIGINT');
+    signalGroup(npm, 'SIGINT');
     const [code, signal] = await once(npm, 'exit');
     assert.deepEqual({ code, signal }, { code: 0, signal: null }, 'npm exits 0, not 130');
     assert.equal(isRunning(servicePid), false, 'the service stopped before npm exited');

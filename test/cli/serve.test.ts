@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eicar } from '../../src/engines/test-content.js';
-import { assayCliAsync, type ServeProcess, startServe } from '../helpers/cli.js';
+import { assayCliAsync, type ServeProcess, signalGroup, startServe } from '../helpers/cli.js';
 import { waitUntil } from '../helpers/client.js';
 import { uploadForm } from '../helpers/content.js';
 import { basic, tempDir } from '../helpers/service.js';
@@ -105,7 +105,7 @@ describe('assay serve', () => {
 
   test('Ctrl-C at a terminal (SIGINT to the process group) stops both without a restart', async (t) => {
     const { child, clamdPid, messages } = await startManagedServe(t);
-    process.kill(-(child.pid ?? 0), 'SIGINT');
+    signalGroup(child, 'SIGINT');
     const [code] = await once(child, 'exit');
     assert.equal(code, 0);
     assert.equal(isRunning(clamdPid), false, 'clamd stopped with the service');

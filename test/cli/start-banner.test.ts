@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { startServe } from '../helpers/cli.js';
+import { signalGroup, startServe } from '../helpers/cli.js';
 import { nodeArgsOf } from '../helpers/entry.js';
 import { tempDir } from '../helpers/service.js';
 import { onPostgres, prepareStore, TEST_POOL_ENV } from '../helpers/test-database.js';
@@ -39,13 +39,14 @@ async function serveOnTerminal(t: TestContext, env: Record<string, string>) {
     detached: true,
   });
   t.after(() => {
-    if (child.exitCode === null) process.kill(-(child.pid ?? 0), 'SIGKILL');
+    if (child.exitCode === null) signalGroup(child, 'SIGKILL');
   });
   let shown = '';
   await new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
       shown += chunk.toString().replaceAll('\r', '');
-      if (/\n {2}Store .*\n/.test(shown)) resolve();
+      // The banner and the JSON log line go out on separate writes, in no fixed order.
+      if (/\n {2}Store .*\n/.test(shown) && /"msg":"assay is serving".*\n/.test(shown)) resolve();
     });
     child.on('exit', () => reject(new Error(`serve ended before its banner:\n${shown}`)));
     // A generous bound on a shared machine: without a banner the service would serve on.
@@ -55,6 +56,8 @@ async function serveOnTerminal(t: TestContext, env: Record<string, string>) {
   // The service's pid, from its JSON log, to stop it as a terminal's Ctrl-C would.
   const serving = lines.find((line) => line.includes('"msg":"assay is serving"')) ?? '{}';
   const pid = (JSON.parse(serving) as { pid?: number }).pid ?? 0;
+  // Never 0: process.kill(0) would signal this test's own process group.
+  assert.ok(pid > 0, `the service's pid in its log:\n${shown}`);
   return {
     lines,
     async stop() {

@@ -172,3 +172,12 @@ export function assayCliAsync(args: string[], options: CliRunOptions = {}): Prom
     });
   });
 }
+
+/**
+ * Signals the process group a detached child leads. Refuses a child without a pid: `kill(-0)`
+ * would signal the test's own group, and end the test file with it.
+ */
+export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  assert.ok(child.pid !== undefined && child.pid > 0, 'a child that started');
+  process.kill(-child.pid, signal);
+}
