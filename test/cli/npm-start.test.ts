@@ -37,8 +37,7 @@ describe('npm start', () => {
       detached: true,
     });
     t.after(() => {
-      if (npm.exitCode === null && npm.signalCode === null)
-        signalGroup(npm, 'SIGKILL');
+      if (npm.exitCode === null && npm.signalCode === null) signalGroup(npm, 'SIGKILL');
     });
     const { url, clamdPid, records } = await serving(t, npm);
     const servicePid = records.find((record) => record.msg === 'assay is serving')?.pid ?? 0;
