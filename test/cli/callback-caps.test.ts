@@ -32,13 +32,21 @@ function held(): Held {
 async function slowReceiver(account: Held) {
   const counts = held();
   const server: LocalServer = await startLocalServer(async (_request, response) => {
+    // An attempt its sender gave up on (its time ran out on a loaded machine) is no longer in
+    // flight: the sender's caps count it only until then.
+    if (response.socket === null || response.socket.destroyed) return;
+    const done = () => {
+      counts.open.delete(response);
+      account.open.delete(response);
+    };
+    response.on('close', done);
     for (const count of [counts, account]) {
       count.open.add(response);
       count.most = Math.max(count.most, count.open.size);
     }
     await sleep(HOLD_MS);
-    counts.open.delete(response);
-    account.open.delete(response);
+    // Before the answer leaves: the sender frees its place only once it has the answer.
+    done();
     response.end('ok');
   });
   return { server, counts };

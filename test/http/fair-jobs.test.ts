@@ -1,7 +1,7 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -87,12 +87,17 @@ describe('ASSAY_FETCH_TIMEOUT', () => {
     // A clamd that takes the stream and never gives a verdict: only the deadline can end the job.
     const dir = await mkdtemp(join(tmpdir(), 'assay-silent-clamd-'));
     const socketPath = join(dir, 'clamd.sock');
+    const sockets = new Set<Socket>();
     const silent = createServer((socket) => {
+      sockets.add(socket);
       socket.on('error', () => {});
       socket.resume();
     });
     await new Promise<void>((resolve) => silent.listen(socketPath, resolve));
     t.after(async () => {
+      // Its connections end with it, as a stopped clamd's do: left open, they would hold this
+      // file's process until the client's 30-s idle timeout.
+      for (const socket of sockets) socket.destroy();
       silent.close();
       await rm(dir, { recursive: true, force: true });
     });
