@@ -18,7 +18,7 @@ import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
-import { buildApp, type RouteEntry } from './http/app.js';
+import { buildApp, closeApp, type RouteEntry } from './http/app.js';
 import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { createLogger } from './logger.js';
@@ -379,7 +379,7 @@ export async function startService(
           work().catch((error: unknown) => {
             logger.error({ err: error, part }, 'could not stop a part of the service');
           });
-        stopped ??= step('http', () => app.close())
+        stopped ??= step('http', () => closeApp(app))
           .then(() => step('jobs', () => jobs.stop(config.shutdownGraceMs)))
           .then(() => step('callbacks', () => callbacks.stop(CALLBACK_GRACE_MS)))
           .then(release);

@@ -128,3 +128,21 @@ declare module 'fastify' {
     registeredRoutes: readonly RouteEntry[];
   }
 }
+
+/** How often a closing server looks for connections that have become idle. */
+const CLOSING_SWEEP_MS = 100;
+
+/**
+ * Stops taking connections and waits for the requests under way. A connection still reading the
+ * rest of a refused body when the close began (error-handler.ts drains it) becomes idle only
+ * later; Fastify closes idle connections once, at the start, so such a connection held shutdown
+ * for the keep-alive timeout (72 s). Idle connections are closed as they appear instead.
+ */
+export async function closeApp(app: FastifyInstance): Promise<void> {
+  const sweep = setInterval(() => app.server.closeIdleConnections(), CLOSING_SWEEP_MS);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(sweep);
+  }
+}
