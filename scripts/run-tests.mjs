@@ -18,6 +18,8 @@ import { parseArgs } from 'node:util';
 const ROOT = resolve(import.meta.dirname, '..');
 const REPORTER = join(ROOT, 'scripts/test-summary-reporter.mjs');
 const DURATIONS = join(ROOT, 'test/durations.json');
+/** A file's process running on this long after its last test is named in its line. */
+const LINGER_NOTED_S = 3;
 const CLOCK_TICKS = 100; // USER_HZ: /proc's unit of CPU time on Linux
 
 const { values: options, positionals } = parseArgs({
@@ -159,6 +161,7 @@ function runFile(task) {
         cpuS,
         counts,
         failedTests: summary?.failed ?? [],
+        lingeredS: typeof summary?.lingeredMs === 'number' ? summary.lingeredMs / 1000 : null,
         passed,
         outcome,
         output: Buffer.concat(output).toString(),
@@ -223,7 +226,12 @@ function formatSeconds(seconds) {
 
 function report(result) {
   const tests = result.counts === null ? '' : `${result.counts.tests} tests, `;
-  const line = `${result.passed ? '✔' : '✖'} [${result.store}] ${result.file}: ${tests}${formatSeconds(result.wallS)} (CPU ${formatSeconds(result.cpuS)})${result.passed ? '' : `: ${result.outcome}`}`;
+  // A process that outlives its tests by seconds holds something open: worth a look.
+  const lingered =
+    result.lingeredS !== null && result.lingeredS >= LINGER_NOTED_S
+      ? `; ran on ${formatSeconds(result.lingeredS)} after its last test`
+      : '';
+  const line = `${result.passed ? '✔' : '✖'} [${result.store}] ${result.file}: ${tests}${formatSeconds(result.wallS)} (CPU ${formatSeconds(result.cpuS)}${lingered})${result.passed ? '' : `: ${result.outcome}`}`;
   if (!result.passed || options.verbose) process.stdout.write(result.output);
   console.log(line);
   for (const name of result.failedTests) console.log(`    failed: ${name}`);

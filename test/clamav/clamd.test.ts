@@ -681,7 +681,8 @@ describe("a data dir's managed clamd shared by two users in one process", {
       assert.ok(runner.runsClamd && runner.pid !== stray.pid);
       const gone = await Promise.race([
         strayExit.then(() => true),
-        sleep(30_000).then(() => false),
+        // Unreferenced: the race won, it must not hold the file's process for 30 s.
+        sleep(30_000, undefined, { ref: false }).then(() => false),
       ]);
       stray.kill('SIGKILL');
       assert.ok(gone, 'the stray clamd was asked to shut down');

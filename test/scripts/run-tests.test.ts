@@ -23,7 +23,8 @@ describe('scripts/run-tests.mjs (npm test)', () => {
     `test('${name}', async () => {\n  const start = Date.now();\n  await new Promise((r) => setTimeout(r, 600));\n` +
     `  appendFileSync(${JSON.stringify(log)}, \`${name} \${process.env.ASSAY_TEST_STORE} \${start} \${Date.now()}\\n\`);\n${body}\n});\n`;
   const files = {
-    'a.test.ts': timed('a', ''),
+    // A timer it leaves behind holds its process after its test: the runner says so.
+    'a.test.ts': timed('a', '  setTimeout(() => {}, 4_000);'),
     'b.test.ts': timed(
       'b',
       "  if (process.env.ASSAY_TEST_STORE === 'postgres') throw new Error('b fails on postgres');",
@@ -53,6 +54,8 @@ describe('scripts/run-tests.mjs (npm test)', () => {
     assert.match(result.stdout, /✖ \[postgres\] .*b\.test\.ts: 1 tests, .*: FAILED/);
     assert.match(result.stdout, /b fails on postgres/, 'the failing file’s output is shown');
     assert.match(result.stdout, /^ {4}failed: b$/m);
+    assert.match(result.stdout, /a\.test\.ts: 1 tests, .*ran on [\d.]+ s after its last test\)/);
+    assert.doesNotMatch(result.stdout, /c\.test\.ts: .*after its last test/);
     const intervals = readFileSync(log, 'utf8')
       .trim()
       .split('\n')
