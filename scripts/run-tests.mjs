@@ -5,7 +5,7 @@
 // its own process group, is killed past a timeout, and on PostgreSQL the databases it made are
 // dropped when it ends, however it ends (their names carry a prefix of the file's run). Per file:
 // wall time, CPU time (the file's processes and the children they waited for: services, CLIs,
-// clamd), counts. The suite is compiled into .build/ first and runs as JavaScript (--from-sources:
+// clamd), counts; at the end, the 20 slowest files. The suite is compiled into .build/ first and runs as JavaScript (--from-sources:
 // through tsx instead). Each store's counts and outcome are printed at the end; the exit status is
 // non-zero when a file failed on either store. docs/DEVELOPMENT.md tells the options.
 import { spawn, spawnSync } from 'node:child_process';
@@ -28,7 +28,6 @@ const { values: options, positionals } = parseArgs({
     store: { type: 'string', default: 'sqlite,postgres' },
     jobs: { type: 'string', default: process.env.ASSAY_TEST_JOBS },
     repeat: { type: 'string', default: '1' },
-    times: { type: 'boolean', default: false },
     'write-durations': { type: 'boolean', default: false },
     'name-pattern': { type: 'string' },
     'file-timeout': { type: 'string', default: process.env.ASSAY_TEST_FILE_TIMEOUT ?? '1200' },
@@ -265,10 +264,14 @@ async function runOnce(round) {
     .sort((a, b) => expected(b) - expected(a));
   const alone = tasks.filter((task) => task.alone !== null);
   const started = performance.now();
-  const results = [...(await runPool(together, jobs)), ...(await runPool(alone, 1))];
+  const pooled = await runPool(together, jobs);
+  const poolS = (performance.now() - started) / 1000;
+  const results = [...pooled, ...(await runPool(alone, 1))];
   const wallS = (performance.now() - started) / 1000;
 
-  console.log(`\nRound ${round} of ${repeat}: ${formatSeconds(wallS)} with --jobs ${jobs}`);
+  console.log(
+    `\nRound ${round} of ${repeat}: ${formatSeconds(wallS)} with --jobs ${jobs} (${together.length} at once: ${formatSeconds(poolS)}; ${alone.length} alone: ${formatSeconds(wallS - poolS)})`,
+  );
   let allPassed = true;
   for (const store of stores) {
     const mine = results.filter((result) => result.store === store);
@@ -321,7 +324,7 @@ let everyRoundPassed = true;
 for (let round = 1; round <= repeat; round++) {
   const { results, allPassed } = await runOnce(round);
   everyRoundPassed &&= allPassed;
-  if (options.times) console.log(`\nThe 20 slowest files:\n\n${timesTable(results)}`);
+  console.log(`\nThe 20 slowest files:\n\n${timesTable(results)}`);
   if (options['write-durations']) {
     const durations = knownDurations();
     for (const result of results) {

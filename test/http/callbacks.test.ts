@@ -84,7 +84,8 @@ describe('callbacks', () => {
   test('sync uploads with a callback deliver it too; a failing receiver never blocks others', async (t) => {
     const svc = await buildService(t, env());
     const slow = await startLocalServer(async (_request, response) => {
-      await sleep(20_000);
+      // Unreferenced: once the test ends, this wait must not hold the file's process.
+      await sleep(20_000, undefined, { ref: false });
       response.end();
     });
     const good = await startLocalServer((_request, response) => response.end('ok'));
