@@ -5,9 +5,10 @@
 // its own process group, is killed past a timeout, and on PostgreSQL the databases it made are
 // dropped when it ends, however it ends (their names carry a prefix of the file's run). Per file:
 // wall time, CPU time (the file's processes and the children they waited for: services, CLIs,
-// clamd), counts; at the end, the 20 slowest files. The suite is compiled into .build/ first and runs as JavaScript (--from-sources:
-// through tsx instead). Each store's counts and outcome are printed at the end; the exit status is
-// non-zero when a file failed on either store. docs/DEVELOPMENT.md tells the options.
+// clamd), counts. The suite is compiled into .build/ first and runs as JavaScript (--from-sources:
+// through tsx instead). Each store's counts and outcome, and the 20 slowest files, are printed at
+// the end; the exit status is non-zero when a file failed on either store. docs/DEVELOPMENT.md
+// tells the options.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
