@@ -58,6 +58,11 @@ if [ "$for_tests" = true ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
   # The PostgreSQL pass makes a database per test data dir with psql (the server runs apart).
   command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+  # The ICAP tests drive real ICAP clients (c-icap-client, Squid); c-icap's virus_scan module is
+  # the peer `npm run bench:icap` measures against.
+  command -v c-icap-client >/dev/null 2>&1 || missing+=(c-icap)
+  compgen -G "/usr/lib/*/c_icap/virus_scan.so" >/dev/null || missing+=(libc-icap-mod-virus-scan)
+  command -v squid >/dev/null 2>&1 || [ -x /usr/sbin/squid ] || missing+=(squid)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$sudo" = "none" ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -3,6 +3,7 @@
 import type { FindingsStyle, UnexaminedOutcome } from './engines/clamav/findings.js';
 import type { ClamdReloadMode } from './engines/clamav/managed-clamd.js';
 import type { ImageRuntime } from './engines/nsfw-image/classifier.js';
+import type { IcapSettings } from './icap/icap-context.js';
 import type { VerdictCacheMode } from './processing/verdict-cache.js';
 
 export type ClamdSetting = { mode: 'managed' } | { mode: 'external'; address: string };
@@ -67,6 +68,8 @@ export interface Config {
   authFailureLimit: RateLimitSetting;
   /** PEM certificate and key read at start: when set, the server speaks HTTPS only. */
   tls: { cert: Buffer; key: Buffer } | null;
+  /** The ICAP listener (docs/ICAP.md): its ports, who may connect, its services. */
+  icap: IcapSettings;
   /** Which peers' X-Forwarded-* headers are believed (`http/proxy-trust.ts` applies it). */
   trustProxy: ProxyTrust;
   nsfw: {

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { icapSettings } from './config-icap.js';
 import {
   accountShare,
   baseUrl,
@@ -31,9 +32,11 @@ export * from './config-shape.js';
 /** Reads and validates the whole configuration; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const syncConcurrency = integer(env, 'ASSAY_SYNC_CONCURRENCY', 1, 10_000);
+  const port = integer(env, 'ASSAY_PORT', 0, 65535);
+  const tlsPair = tls(env);
   return {
     host: read(env, 'ASSAY_HOST'),
-    port: integer(env, 'ASSAY_PORT', 0, 65535),
+    port,
     dataDir: resolve(read(env, 'ASSAY_DATA_DIR')),
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'ASSAY_DATABASE_POOL_SIZE', 1, 1000),
@@ -67,7 +70,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: integer(env, 'ASSAY_SHUTDOWN_GRACE', 0, 3600) * 1000,
     rateLimit: rateLimit(env, 'ASSAY_RATE_LIMIT', 'ASSAY_RATE_BURST'),
     authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
-    tls: tls(env),
+    tls: tlsPair,
+    icap: icapSettings(env, port, tlsPair !== null),
     trustProxy: trustProxy(env),
     nsfw: {
       imageThreshold: decimal(env, 'ASSAY_NSFW_IMAGE_THRESHOLD', 1),

@@ -21,6 +21,7 @@ import { nsfwEngines } from './engines/nsfw-engines.js';
 import { buildApp, closeApp, type RouteEntry } from './http/app.js';
 import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
+import { startIcap } from './icap/start-icap.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { AddressPolicy } from './outbound/address-policy.js';
@@ -61,6 +62,8 @@ export interface RunningService {
   managedClamd: DataDirClamd | null;
   /** Every route the server answers (HEAD and OPTIONS included), as registered. */
   routes: readonly RouteEntry[];
+  /** The ICAP listener's `icap://` and `icaps://` URLs, null where off. */
+  icap: { icap: string | null; icaps: string | null };
   stop(): Promise<void>;
 }
 
@@ -359,6 +362,22 @@ export async function startService(
       .catch((error: unknown) => {
         throw listenError(error, config.host, config.port);
       });
+    // The ICAP front door serves where the API does.
+    const icap =
+      config.role === 'worker'
+        ? null
+        : await startIcap(config, {
+            accounts,
+            requestLimits,
+            syncScans: app.services.syncScans,
+            processor,
+            metrics,
+            signatureParts: () => versions?.changing() ?? Promise.resolve(null),
+            logger: logger.child({ component: 'icap' }),
+          }).catch(async (error: unknown) => {
+            await closeApp(app);
+            throw error;
+          });
     if (runsJobs) {
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
@@ -371,6 +390,7 @@ export async function startService(
       url,
       managedClamd,
       routes: app.registeredRoutes,
+      icap: icap?.urls ?? { icap: null, icaps: null },
       stop() {
         // Idempotent: a signal and a caller may both ask. No new requests first, then let
         // running jobs finish (or park them for the next start), then the engines go.
@@ -379,7 +399,10 @@ export async function startService(
           work().catch((error: unknown) => {
             logger.error({ err: error, part }, 'could not stop a part of the service');
           });
-        stopped ??= step('http', () => closeApp(app))
+        stopped ??= Promise.all([
+          step('http', () => closeApp(app)),
+          step('icap', async () => icap?.stop()),
+        ])
           .then(() => step('jobs', () => jobs.stop(config.shutdownGraceMs)))
           .then(() => step('callbacks', () => callbacks.stop(CALLBACK_GRACE_MS)))
           .then(release);

@@ -237,6 +237,26 @@ export const SETTINGS = {
     default: '1',
     doc: 'Processes on one port (node:cluster); with role `all`, one runs jobs and the others `api`. `serve --processes` sets it.',
   },
+  ASSAY_ICAP_PORT: {
+    default: 'off',
+    doc: 'Port of the ICAP listener (RFC 3507; 1344 by convention; 0 picks a free one) on processes of the `api` and `all` roles; `off`: none. Needs ASSAY_ICAP_SERVICES. See docs/ICAP.md.',
+  },
+  ASSAY_ICAPS_PORT: {
+    default: 'off',
+    doc: 'Port of ICAP over TLS (ICAPS; 11344 by convention), with ASSAY_TLS_CERT and ASSAY_TLS_KEY; `off`: none.',
+  },
+  ASSAY_ICAP_ALLOW: {
+    default: '127.0.0.0/8,::1',
+    doc: 'Addresses and CIDRs that may connect to the ICAP ports (ICAP has no authentication of its own): others are closed at once.',
+  },
+  ASSAY_ICAP_SERVICES: {
+    default: '',
+    doc: '`name=<key id>,…`: each ICAP service (icap://host:1344/name) and the API key it acts as (its categories, limits, balance and rate limit apply). An unknown service is ICAP 404.',
+  },
+  ASSAY_ICAP_OVERSIZE: {
+    default: 'block',
+    doc: 'ICAP content over ASSAY_MAX_FILE_SIZE: `block` (a 403 page), or `pass` unscanned with an `X-Assay-Unscanned` header and a metric (fails open for those objects).',
+  },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

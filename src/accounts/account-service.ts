@@ -379,6 +379,17 @@ export class AccountService {
   }
 
   /**
+   * The principal key `keyId` acts as where the connection itself is trusted instead of a secret
+   * (an ICAP service mapped to the key); null when there is no such key, or it or its account is
+   * disabled. Read through the credential cache, like an authentication.
+   */
+  async principalForKey(keyId: string): Promise<Principal | null> {
+    const key = await this.findKey(keyId);
+    if (key === null || !key.active) return null;
+    return this.principal(key, null);
+  }
+
+  /**
    * The principal the account's key `keyId` acts as (a console user's test upload); null when the
    * account has no such key, or it or the account is disabled.
    */

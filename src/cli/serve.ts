@@ -34,7 +34,12 @@ async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfig();
   // Before anything opens the store or the data dir's clamd: a second `serve` on the port of one
   // already running leaves with one line and nothing touched. (Children share their primary's.)
-  if (cluster.isPrimary) await checkPortFree(config.host, config.port);
+  if (cluster.isPrimary) {
+    await checkPortFree(config.host, config.port);
+    const { port, tlsPort } = config.icap;
+    if (port !== null) await checkPortFree(config.host, port, 'ASSAY_ICAP_PORT');
+    if (tlsPort !== null) await checkPortFree(config.host, tlsPort, 'ASSAY_ICAPS_PORT');
+  }
   const logger = createLogger(config);
   if (cluster.isPrimary && config.processes > 1) {
     await runCluster(config, logger);

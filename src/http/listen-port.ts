@@ -4,17 +4,22 @@ import { createServer } from 'node:net';
 export class PortTakenError extends Error {
   override readonly name = 'PortTakenError';
 
-  constructor(host: string, port: number) {
+  constructor(host: string, port: number, setting = 'ASSAY_PORT') {
     super(
-      `port ${port} on ${host} is already in use (by another program, or another assay serve): stop that one, or set ASSAY_PORT to a free port (ASSAY_PORT=0 picks one)`,
+      `port ${port} on ${host} is already in use (by another program, or another assay serve): stop that one, or set ${setting} to a free port (${setting}=0 picks one)`,
     );
   }
 }
 
 /** A listen's EADDRINUSE as PortTakenError; anything else as it is. */
-export function listenError(error: unknown, host: string, port: number): unknown {
+export function listenError(
+  error: unknown,
+  host: string,
+  port: number,
+  setting = 'ASSAY_PORT',
+): unknown {
   return (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
-    ? new PortTakenError(host, port)
+    ? new PortTakenError(host, port, setting)
     : error;
 }
 
@@ -23,7 +28,11 @@ export function listenError(error: unknown, host: string, port: number): unknown
  * touches its data dir, so a second one started by mistake leaves the first's files alone. (Its
  * real listen comes later; a port taken in between fails that with the same error.)
  */
-export async function checkPortFree(host: string, port: number): Promise<void> {
+export async function checkPortFree(
+  host: string,
+  port: number,
+  setting = 'ASSAY_PORT',
+): Promise<void> {
   if (port === 0) return;
   const server = createServer();
   try {
@@ -32,7 +41,7 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
       server.listen({ host, port, exclusive: true }, resolve);
     });
   } catch (error) {
-    throw listenError(error, host, port);
+    throw listenError(error, host, port, setting);
   }
   await new Promise((resolve) => server.close(resolve));
 }

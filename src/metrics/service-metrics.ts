@@ -3,6 +3,7 @@ import type { Counter, Histogram } from 'prom-client';
 import { FINDING_CATEGORIES, findingCategory } from '../domain/finding-category.js';
 import type { ProcessingEvents } from '../processing/processing-events.js';
 import { inCluster, scrapeCluster, shareWithPrimary } from './cluster-scrape.js';
+import { IcapMetrics } from './icap-metrics.js';
 import { MetricsRegistry } from './registry.js';
 import {
   type ConnectionSource,
@@ -159,6 +160,11 @@ export class ServiceMetrics implements ProcessingEvents {
     for (const engine of process.engines) this.engineErrors.inc({ engine }, 0);
     this.clustered = inCluster();
     if (this.clustered) shareWithPrimary(metrics.registries);
+  }
+
+  /** The ICAP listener's metrics, registered when the listener starts. */
+  icap(services: readonly string[]): IcapMetrics {
+    return new IcapMetrics(this.metrics, services);
   }
 
   /** Starts reading what is known only at scrape time (the queue, spool, clamd, connections). */

@@ -1,0 +1,28 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The ICAP `ISTag`: a digest of the signature set clamd scans with (the official databases'
+ * version and the digest of every database loaded, Assay's own and the operator's rules
+ * included), so it changes exactly when the signatures do and is the same on every process and
+ * node serving the same set; Assay's own upgrades leave it alone. Appliances rescan what they
+ * scanned under another tag. Quoted, 32 bytes in all (RFC 3507, 4.7).
+ */
+export class ServiceTag {
+  private last: string | null = null;
+
+  constructor(
+    /** The changing parts of the engines' identity (EngineVersions.changing), null while unknown. */
+    private readonly signatureParts: () => Promise<readonly string[] | null>,
+  ) {}
+
+  /** The tag now; the last one known while clamd cannot be asked, or a fixed one before any. */
+  async current(): Promise<string> {
+    const parts = await this.signatureParts().catch(() => null);
+    if (parts === null) return this.last ?? '"assay-signatures-unknown"';
+    // "clamd <engine>, daily <n> of <date>": the engine's own version is not the signature set.
+    const signatures = parts.slice(0, 2).map((part) => part.replace(/^clamd [^,]*, /, ''));
+    const digest = createHash('sha256').update(signatures.join('\n')).digest('base64url');
+    this.last = `"S${digest.slice(0, 29)}"`;
+    return this.last;
+  }
+}
