@@ -169,10 +169,11 @@ export class IcapServer {
 
   /** Stops listening; requests under way get STOP_GRACE_MS to finish, then are cut. */
   async stop(): Promise<void> {
-    await Promise.all(
+    this.stopping = true;
+    // close() calls back once every connection has ended: it is awaited last.
+    const closed = Promise.all(
       this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
-    this.stopping = true;
     const deadline = setTimeout(() => {
       for (const socket of this.sockets.keys()) socket.destroy();
     }, STOP_GRACE_MS);
@@ -180,5 +181,6 @@ export class IcapServer {
     for (const [socket, idle] of this.sockets) if (idle) socket.destroy();
     await Promise.allSettled([...this.busy]);
     clearTimeout(deadline);
+    await closed;
   }
 }

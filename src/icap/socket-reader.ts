@@ -60,10 +60,16 @@ export class SocketReader {
     return this.end - this.start;
   }
 
-  /** Stops waiting (the timers) for good. */
+  /**
+   * Stops reading for good: the timers stop, and whatever the client still sends is dropped as it
+   * comes (not held), so a client still sending when the connection closes can finish and see it.
+   */
   close(): void {
     if (this.idle !== null) clearTimeout(this.idle.timer);
     this.idle = null;
+    this.socket.removeAllListeners('data');
+    this.socket.on('data', () => undefined);
+    this.socket.resume();
   }
 
   private finish(): void {
