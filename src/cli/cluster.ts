@@ -11,6 +11,8 @@ import { announceServing } from './start-banner.js';
 export interface ChildListening {
   type: 'assay:listening';
   url: string;
+  /** The ICAP listener's URL, where it is on. */
+  icap?: string | null;
 }
 
 function isListening(message: unknown): message is ChildListening {
@@ -104,6 +106,7 @@ export async function runCluster(config: Config, logger: Logger): Promise<void> 
         void announceServing(logger, config, message.url, {
           processes: config.processes,
           roles: slots.map((s) => s.role),
+          ...(typeof message.icap === 'string' ? { icap: message.icap } : {}),
         });
         allListening?.();
       }

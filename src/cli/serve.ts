@@ -92,9 +92,14 @@ async function serveAlone(config: Config, logger: Logger): Promise<void> {
   if (cluster.isWorker) {
     // The primary says 'assay is serving' once every child listens.
     logger.info({ url: service.url, role: config.role }, 'process serving');
-    const listening: ChildListening = { type: 'assay:listening', url: service.url };
+    const listening: ChildListening = {
+      type: 'assay:listening',
+      url: service.url,
+      icap: service.icap.icap,
+    };
     process.send?.(listening);
   } else {
-    await announceServing(logger, config, service.url);
+    const { icap } = service.icap;
+    await announceServing(logger, config, service.url, icap === null ? {} : { icap });
   }
 }

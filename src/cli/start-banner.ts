@@ -16,6 +16,8 @@ interface WhereThingsAre {
   console?: string;
   docs?: string;
   store: string;
+  /** The ICAP listener, where it is on. */
+  icap?: string;
   warning?: string;
 }
 
@@ -48,6 +50,7 @@ function banner(where: WhereThingsAre): string {
     served,
     ['Console', where.console],
     ['API docs', where.docs],
+    ['ICAP', where.icap],
     ['Store', where.store],
   ];
   const lines = [
@@ -74,6 +77,7 @@ export async function announceServing(
     logger.warn({ err: error }, 'could not read what clamd loaded');
     return { url, store: describeStore(config) };
   });
+  if (typeof fields.icap === 'string') where.icap = fields.icap;
   const line = { ...where, dataDir: config.dataDir, role: config.role, ...fields };
   if (where.warning === undefined) logger.info(line, 'assay is serving');
   else logger.warn(line, 'assay is serving');

@@ -210,7 +210,10 @@ async function answerOptions(socket: Duplex, context: IcapContext): Promise<void
     ['Encapsulated', 'null-body=0'],
     ['Max-Connections', String(context.maxConnections)],
     ['Options-TTL', String(OPTIONS_TTL_S)],
-    ['Allow', '204, 206'],
+    // Not 206: a client offered 206 keeps the whole body to send it on later, so Squid stops
+    // sending after its 64 KB buffer until it has an answer, which comes only after the scan.
+    // (A client that offers 206 anyway gets it for clean content.)
+    ['Allow', '204'],
     ['Preview', String(PREVIEW_BYTES)],
     ['Transfer-Preview', '*'],
     ['Service-ID', 'assay'],
