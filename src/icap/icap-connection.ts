@@ -176,7 +176,11 @@ async function serveRequest(
     bytes = result.bytes;
     return result.keepOpen;
   } catch (error) {
-    if (error instanceof IcapClosedError || isConnectionError(error)) throw error;
+    if (error instanceof IcapClosedError || isConnectionError(error)) {
+      // The client left in the middle: no answer, nothing passed.
+      if (method !== 'unknown') outcome = 'error';
+      throw error;
+    }
     // Half an answer cannot be taken back: the connection closes, which the client sees as a failure.
     if (exchange?.answered === true) {
       context.logger.warn({ err: error, client }, 'an ICAP answer was cut short');

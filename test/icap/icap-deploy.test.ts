@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { eicar } from '../../src/engines/test-content.js';
+import { startServe } from '../helpers/cli.js';
+import { randomContent } from '../helpers/content.js';
+import {
+  buildIcapService,
+  chunked,
+  httpResponseHead,
+  icapClient,
+  icapRequest,
+  RawIcapConnection,
+} from '../helpers/icap.js';
+import { tempDir, useSharedClamd } from '../helpers/service.js';
+import { writeSelfSignedCertificate } from '../helpers/tls.js';
+
+// The ICAP listener as deployed: ICAPS beside plain ICAP, and several processes on one port.
+
+const clamd = useSharedClamd();
+
+describe('ICAP deployments', () => {
+  test('ICAPS on a port of its own, with the HTTP listener’s certificate; plain ICAP keeps working', async (t) => {
+    const dir = tempDir('assay-icaps-');
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const { cert, key } = writeSelfSignedCertificate(dir);
+    const svc = await buildIcapService(t, clamd.socket, {
+      ASSAY_TLS_CERT: cert,
+      ASSAY_TLS_KEY: key,
+      ASSAY_ICAPS_PORT: '0',
+    });
+    const icaps = svc.service.icap.icaps;
+    assert.match(icaps ?? '', /^icaps:\/\/127\.0\.0\.1:\d+$/);
+    const tlsPort = Number(/:(\d+)$/.exec(icaps ?? '')?.[1]);
+    const malware = join(dir, 'eicar.com');
+    writeFileSync(malware, eicar());
+    const overTls = await icapClient(
+      tlsPort,
+      'avscan',
+      ['-f', malware, '-resp', 'http://files.example/eicar.com'],
+      { tls: true },
+    );
+    assert.equal(overTls.status, 200, overTls.stdout);
+    assert.match(overTls.headers.get('x-infection-found') ?? '', /eicar/);
+    const plain = await icapClient(svc.icapPort, 'avscan', []);
+    assert.equal(plain.status, 200, plain.stdout);
+    // A plain client on the TLS port gets nothing it could mistake for an answer.
+    const confused = new RawIcapConnection(tlsPort);
+    t.after(() => confused.close());
+    confused.write('OPTIONS icap://127.0.0.1/avscan ICAP/1.0\r\n\r\n');
+    await assert.rejects(confused.response());
+  });
+
+  test('under --processes every process serves ICAP on the one port, with the same ISTag', async (t) => {
+    const dataDir = tempDir();
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const serve = await startServe(
+      t,
+      {
+        ASSAY_DATA_DIR: dataDir,
+        ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
+        ASSAY_CLAMD: clamd.socket,
+        ASSAY_ICAP_PORT: '0',
+        ASSAY_ICAP_SERVICES: 'avscan=icap-key',
+        ASSAY_SHUTDOWN_GRACE: '0',
+      },
+      [],
+      ['--processes', '2'],
+    );
+    const serving = serve.records.find((record) => record.msg === 'assay is serving');
+    const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
+    assert.ok(port > 0, `the serving line names the ICAP URL: ${JSON.stringify(serving)}`);
+    const tags = new Set<string>();
+    const content = Buffer.from(eicar());
+    const clean = randomContent(2000);
+    // Connections are handed to the processes in turn: enough of them reach both.
+    for (let round = 0; round < 8; round++) {
+      const connection = new RawIcapConnection(port);
+      t.after(() => connection.close());
+      connection.write('OPTIONS icap://127.0.0.1/avscan ICAP/1.0\r\n\r\n');
+      const options = await connection.response();
+      assert.equal(options.status, 200);
+      tags.add(options.headers.get('istag') ?? '');
+      const body = round % 2 === 0 ? content : clean;
+      connection.write(
+        Buffer.concat([
+          icapRequest('RESPMOD', 'avscan', {
+            responseHead: httpResponseHead(body.length),
+            body: true,
+            headers: { Allow: '204' },
+          }),
+          chunked(body),
+        ]),
+      );
+      const answer = await connection.response();
+      assert.equal(answer.status, round % 2 === 0 ? 200 : 204);
+    }
+    assert.equal(tags.size, 1, `one ISTag: ${[...tags].join(', ')}`);
+    const processes = new Set(
+      serve.records.filter((record) => record.msg === 'ICAP listening').map((r) => r.pid),
+    );
+    assert.equal(processes.size, 2, 'both processes listen');
+  });
+});
