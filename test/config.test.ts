@@ -5,6 +5,51 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { nodeArgsOf } from './helpers/entry.js';
 
 describe('configuration from ASSAY_* variables', () => {
+  test('the ICAP listener: off by default; a port needs services, ICAPS a certificate; bad entries are named', () => {
+    const off = loadConfig({});
+    assert.equal(off.icap.port, null);
+    assert.equal(off.icap.tlsPort, null);
+    assert.equal(off.icap.oversize, 'block');
+    const on = loadConfig({
+      ASSAY_ICAP_PORT: '1344',
+      ASSAY_ICAP_SERVICES: 'avscan=key-1, nsfw=key-2',
+      ASSAY_ICAP_ALLOW: '10.0.0.0/8,fd00::/8,192.168.1.7',
+    });
+    assert.equal(on.icap.port, 1344);
+    assert.deepEqual(
+      [...on.icap.services],
+      [
+        ['avscan', 'key-1'],
+        ['nsfw', 'key-2'],
+      ],
+    );
+    const refused: Array<[Record<string, string>, RegExp]> = [
+      [{ ASSAY_ICAP_PORT: '1344' }, /ASSAY_ICAP_SERVICES must name at least one service/],
+      [{ ASSAY_ICAP_PORT: 'icap', ASSAY_ICAP_SERVICES: 'a=k' }, /ASSAY_ICAP_PORT must be a port/],
+      [{ ASSAY_ICAP_PORT: '1344', ASSAY_ICAP_SERVICES: 'a=k,a=j' }, /names "a" twice/],
+      [{ ASSAY_ICAP_PORT: '1344', ASSAY_ICAP_SERVICES: 'a b=k' }, /entry "a b=k"/],
+      [{ ASSAY_ICAP_PORT: '1344', ASSAY_ICAP_SERVICES: 'avscan' }, /must be service=keyId/],
+      [
+        { ASSAY_ICAPS_PORT: '11344', ASSAY_ICAP_SERVICES: 'a=k' },
+        /ASSAY_ICAPS_PORT needs ASSAY_TLS_CERT/,
+      ],
+      [{ ASSAY_ICAP_PORT: '4000', ASSAY_ICAP_SERVICES: 'a=k' }, /must differ/],
+      [{ ASSAY_ICAP_ALLOW: '10.0.0.0/33' }, /ASSAY_ICAP_ALLOW entry "10.0.0.0\/33"/],
+      [{ ASSAY_ICAP_ALLOW: 'proxy.example' }, /not an IP address or CIDR/],
+      [{ ASSAY_ICAP_OVERSIZE: 'allow' }, /ASSAY_ICAP_OVERSIZE must be one of block, pass/],
+    ];
+    for (const [env, message] of refused) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, JSON.stringify(env));
+          assert.match(error.message, message);
+          return true;
+        },
+      );
+    }
+  });
+
   test('defaults', () => {
     const config = loadConfig({});
     assert.equal(config.host, '127.0.0.1');
