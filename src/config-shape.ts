@@ -68,6 +68,8 @@ export interface Config {
   authFailureLimit: RateLimitSetting;
   /** PEM certificate and key read at start: when set, the server speaks HTTPS only. */
   tls: { cert: Buffer; key: Buffer } | null;
+  /** Seconds results are kept by default (0: for good), and for the keys ICAP services act as. */
+  resultRetention: { defaultSeconds: number; icapSeconds: number };
   /** The ICAP listener (docs/ICAP.md): its ports, who may connect, its services. */
   icap: IcapSettings;
   /** Which peers' X-Forwarded-* headers are believed (`http/proxy-trust.ts` applies it). */

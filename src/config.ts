@@ -72,6 +72,10 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
     tls: tlsPair,
     icap: icapSettings(env, port, tlsPair !== null),
+    resultRetention: {
+      defaultSeconds: integer(env, 'ASSAY_RESULT_RETENTION', 0, 100 * 365 * 86_400),
+      icapSeconds: integer(env, 'ASSAY_ICAP_RESULT_RETENTION', 0, 100 * 365 * 86_400),
+    },
     trustProxy: trustProxy(env),
     nsfw: {
       imageThreshold: decimal(env, 'ASSAY_NSFW_IMAGE_THRESHOLD', 1),

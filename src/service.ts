@@ -40,6 +40,7 @@ import { QueueStatus } from './processing/queue-status.js';
 import { Readiness } from './processing/readiness.js';
 import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
+import { ResultRetention } from './processing/result-retention.js';
 import { ContentScanner } from './processing/scan-content.js';
 import { SharedDestinationGate } from './processing/shared-destination-gate.js';
 import { SpoolQuota } from './processing/spool-quota.js';
@@ -76,6 +77,8 @@ export interface ServiceTestHooks {
   resolve?: OutboundOptions['resolve'];
   /** The console's clock (sessions' sign-in, use and idle times), moved on by a test. */
   consoleClock?: () => number;
+  /** How often results past their retention are looked for (a minute by default). */
+  resultRetentionIntervalMs?: number;
 }
 
 /**
@@ -128,6 +131,7 @@ export async function startService(
     logger.child({ component: 'limits' }),
   );
   let spoolSweeper: SpoolSweeper | null = null;
+  let retention: ResultRetention | null = null;
   let spool: ContentSpool | null = null;
   let heartbeat: NodeHeartbeat | null = null;
   // Each part is released even when another fails (a process must not hang at exit on an open
@@ -138,6 +142,7 @@ export async function startService(
       ['request limits', () => requestLimits.stop()],
       ['token purge', () => tokenPurge.stop()],
       ['spool sweeper', () => spoolSweeper?.stop()],
+      ['result retention', () => retention?.stop()],
       ['engines', () => Promise.all(engines.map((engine) => engine.close()))],
       ['type detector', () => detector?.close()],
       ['clamd client', () => clamd?.close()],
@@ -382,6 +387,13 @@ export async function startService(
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));
       await spoolSweeper.start();
+      retention = new ResultRetention(
+        store,
+        { ...config.resultRetention, icapKeys: new Set(config.icap.services.values()) },
+        logger.child({ component: 'retention' }),
+        testHooks.resultRetentionIntervalMs,
+      );
+      await retention.start();
       await callbacks.start();
     }
     await heartbeat.start();

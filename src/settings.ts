@@ -237,6 +237,14 @@ export const SETTINGS = {
     default: '1',
     doc: 'Processes on one port (node:cluster); with role `all`, one runs jobs and the others `api`. `serve --processes` sets it.',
   },
+  ASSAY_RESULT_RETENTION: {
+    default: '0',
+    doc: 'Seconds results (with their traces) are kept, for keys without a retention of their own (`admin key update --result-retention`); 0: for good.',
+  },
+  ASSAY_ICAP_RESULT_RETENTION: {
+    default: '604800',
+    doc: 'Seconds the results of a key an ICAP service acts as are kept, unless the key has its own; 0: for good. A proxy makes millions a day.',
+  },
   ASSAY_ICAP_PORT: {
     default: 'off',
     doc: 'Port of the ICAP listener (RFC 3507; 1344 by convention; 0 picks a free one) on processes of the `api` and `all` roles; `off`: none. Needs ASSAY_ICAP_SERVICES. See docs/ICAP.md.',

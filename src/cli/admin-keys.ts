@@ -6,6 +6,14 @@ function rate(value: string): number {
   return Number(value);
 }
 
+/** Seconds, up to 100 years. */
+function seconds(value: string): number {
+  if (!/^\d{1,10}$/.test(value) || Number(value) > 100 * 365 * 86_400) {
+    throw new InvalidArgumentError('expected a whole number of seconds (0: for good)');
+  }
+  return Number(value);
+}
+
 function burst(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) {
     throw new InvalidArgumentError('expected a whole number >= 1');
@@ -88,7 +96,7 @@ export function registerKeyCommands(admin: Command): void {
 
   key
     .command('update <key>')
-    .description("replace a key's tags, detection categories or rate limit")
+    .description("replace a key's tags, detection categories, rate limit or result retention")
     .option('--tag <tag>', 'free label (repeatable; replaces the tags)', collect, [])
     .option('--clear-tags', 'remove every tag')
     .option(
@@ -108,6 +116,15 @@ export function registerKeyCommands(admin: Command): void {
       burst,
     )
     .option('--default-rate-limit', 'return the key to ASSAY_RATE_LIMIT and ASSAY_RATE_BURST')
+    .option(
+      '--result-retention <seconds>',
+      "seconds the key's results are kept (0: for good); older ones are deleted",
+      seconds,
+    )
+    .option(
+      '--default-result-retention',
+      'return the key to ASSAY_RESULT_RETENTION (ASSAY_ICAP_RESULT_RETENTION for an ICAP service)',
+    )
     .action(async (id: string, options) => {
       await withStore(async (store) => {
         const tags = options.clearTags ? [] : options.tag.length > 0 ? options.tag : undefined;
@@ -126,7 +143,15 @@ export function registerKeyCommands(admin: Command): void {
                 rate: options.rateLimit,
                 burst: options.rateBurst ?? Math.max(1, Math.ceil(options.rateLimit * 2)),
               };
-        const changes = { tags, detectionCategories: categories, rateLimit };
+        if (options.defaultResultRetention && options.resultRetention !== undefined) {
+          throw new InvalidArgumentError(
+            '--default-result-retention contradicts --result-retention',
+          );
+        }
+        const resultRetention = options.defaultResultRetention
+          ? null
+          : (options.resultRetention as number | undefined);
+        const changes = { tags, detectionCategories: categories, rateLimit, resultRetention };
         if (!(await store.apiKeys.update(id, changes))) {
           throw new InvalidArgumentError(`no API key ${id}`);
         }

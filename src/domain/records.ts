@@ -53,6 +53,12 @@ export interface ApiKey {
   rateLimit: KeyRateLimit | null;
   /** The limit the account set itself (the console); only the stricter of it and the ceiling applies. */
   accountRateLimit: KeyRateLimit | null;
+  /**
+   * Seconds the key's results are kept (`admin key update --result-retention`; 0: for good);
+   * null: the service's default for it (ASSAY_RESULT_RETENTION, or for a key an ICAP service acts
+   * as, ASSAY_ICAP_RESULT_RETENTION).
+   */
+  resultRetention?: number | null;
 }
 
 export interface KeyRateLimit {

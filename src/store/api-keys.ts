@@ -14,6 +14,7 @@ function toApiKey(row: Selectable<ApiKeysTable>): ApiKey {
     lastSeenDate: row.last_seen_date,
     rateLimit: limitOf(row.rate_limit, row.rate_burst),
     accountRateLimit: limitOf(row.account_rate_limit, row.account_rate_burst),
+    resultRetention: row.result_retention === null ? null : Number(row.result_retention),
   };
 }
 
@@ -40,6 +41,7 @@ export class ApiKeyRepository {
         rate_burst: key.rateLimit?.burst ?? null,
         account_rate_limit: key.accountRateLimit?.rate ?? null,
         account_rate_burst: key.accountRateLimit?.burst ?? null,
+        result_retention: key.resultRetention ?? null,
       })
       .execute();
   }
@@ -77,6 +79,8 @@ export class ApiKeyRepository {
       rateLimit?: KeyRateLimit | null;
       /** The account's own: null, none. */
       accountRateLimit?: KeyRateLimit | null;
+      /** Seconds its results are kept; null: the service's default. */
+      resultRetention?: number | null;
     },
   ): Promise<boolean> {
     if (Object.values(changes).every((value) => value === undefined)) {
@@ -89,6 +93,9 @@ export class ApiKeyRepository {
         ...(changes.detectionCategories === undefined
           ? {}
           : { detection_categories: JSON.stringify(changes.detectionCategories) }),
+        ...(changes.resultRetention === undefined
+          ? {}
+          : { result_retention: changes.resultRetention }),
         ...(changes.rateLimit === undefined
           ? {}
           : {

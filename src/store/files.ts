@@ -275,4 +275,27 @@ export class FileRepository {
       creationDate: row.creation_date,
     }));
   }
+
+  /**
+   * Deletes at most `limit` of the key's results received before `before`, oldest first, with
+   * their traces and callback deliveries; returns how many results went. Run it in a transaction
+   * (ResultRetention): a batch at a time keeps each transaction short.
+   */
+  async deleteOlderThan(apiKeyId: string, before: string, limit: number): Promise<number> {
+    const ids = (
+      await this.db
+        .selectFrom('files')
+        .select('id')
+        .where('api_key_id', '=', apiKeyId)
+        .where('creation_date', '<', before)
+        .orderBy('creation_date')
+        .limit(limit)
+        .execute()
+    ).map((row) => row.id);
+    if (ids.length === 0) return 0;
+    await this.db.deleteFrom('trace_events').where('file_id', 'in', ids).execute();
+    await this.db.deleteFrom('callback_deliveries').where('file_id', 'in', ids).execute();
+    const deleted = await this.db.deleteFrom('files').where('id', 'in', ids).executeTakeFirst();
+    return Number(deleted.numDeletedRows);
+  }
 }

@@ -35,6 +35,8 @@ export interface ApiKeysTable {
   /** The account's own limit (the console), applied under the ceiling; null: none. */
   account_rate_limit: number | null;
   account_rate_burst: number | null;
+  /** Seconds its results are kept (issue 41); null: the service's default for the key. */
+  result_retention: number | null;
 }
 
 export interface FilesTable {

@@ -32,6 +32,7 @@ import * as jobContents from './migrations/0021-job-contents.js';
 import * as verdictKeyContent from './migrations/0022-verdict-key-content.js';
 import * as keyAccountRateLimit from './migrations/0023-key-account-rate-limit.js';
 import * as fileNames from './migrations/0024-file-names.js';
+import * as resultRetention from './migrations/0025-result-retention.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '0022-verdict-key-content': verdictKeyContent,
   '0023-key-account-rate-limit': keyAccountRateLimit,
   '0024-file-names': fileNames,
+  '0025-result-retention': resultRetention,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { AccountService } from '../../src/accounts/account-service.js';
 import type { DetectionCategory } from '../../src/domain/records.js';
+import type { ServiceTestHooks } from '../../src/service.js';
 import { basic, buildService, quietLogger, type TestService, tempDir } from './service.js';
 
 /** The ICAP services every test service offers, the keys they act as, and those keys' secrets. */
@@ -29,6 +30,7 @@ export async function buildIcapService(
   t: TestContext,
   clamdSocket: string,
   env: Record<string, string> = {},
+  hooks: ServiceTestHooks = {},
 ): Promise<IcapService> {
   const svc = await buildService(
     t,
@@ -41,7 +43,7 @@ export async function buildIcapService(
       ...env,
     },
     quietLogger,
-    {},
+    hooks,
     async (_dataDir, store) => {
       const accounts = new AccountService(store);
       const account = await accounts.createAccount({ name: 'ICAP' });
