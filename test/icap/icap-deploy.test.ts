@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { eicar } from '../../src/engines/test-content.js';
@@ -101,5 +101,51 @@ describe('ICAP deployments', () => {
       serve.records.filter((record) => record.msg === 'ICAP listening').map((r) => r.pid),
     );
     assert.equal(processes.size, 2, 'both processes listen');
+  });
+
+  test("a body's size does not show in the service's memory", async (t) => {
+    const dataDir = tempDir();
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const serve = await startServe(t, {
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_ICAP_PORT: '0',
+      ASSAY_ICAP_SERVICES: 'avscan=icap-key',
+      ASSAY_MAX_FILE_SIZE: String(200 * 1024 * 1024),
+      ASSAY_SHUTDOWN_GRACE: '0',
+    });
+    const serving = serve.records.find((record) => record.msg === 'assay is serving');
+    const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
+    const peak = () => {
+      const status = readFileSync(`/proc/${serve.child.pid}/status`, 'utf8');
+      return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
+    };
+    const send = async (size: number) => {
+      const path = join(dataDir, `body-${size}`);
+      writeFileSync(path, randomContent(size));
+      // Without 204: the body comes back too, from the copy on disk.
+      const run = await icapClient(port, 'avscan', [
+        '-f',
+        path,
+        '-resp',
+        'http://files.example/big.bin',
+        '-no204',
+        '-nopreview',
+      ]);
+      assert.equal(run.status, 200, run.stdout);
+      assert.equal(run.output?.length, size);
+      rmSync(path);
+    };
+    // V8's heap settles to a stream of data within a few bodies (its young generation grows up to
+    // --max-semi-space-size, its old one a little); what must not follow is the body's size.
+    for (let round = 0; round < 3; round++) await send(50 * 1024 * 1024);
+    const settled = peak();
+    await send(150 * 1024 * 1024);
+    const grown = peak() - settled;
+    assert.ok(
+      grown < 32 * 1024 * 1024,
+      `peak RSS grew by ${Math.round(grown / 1048576)} MiB for a body 3 times the size`,
+    );
   });
 });

@@ -1,3 +1,4 @@
+// @run-alone: it compares the times of inputs of growing size, which a loaded machine would skew
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
