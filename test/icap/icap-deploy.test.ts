@@ -112,7 +112,7 @@ describe('ICAP deployments', () => {
       ASSAY_CLAMD: clamd.socket,
       ASSAY_ICAP_PORT: '0',
       ASSAY_ICAP_SERVICES: 'avscan=icap-key',
-      ASSAY_MAX_FILE_SIZE: String(200 * 1024 * 1024),
+      ASSAY_MAX_FILE_SIZE: String(128 * 1024 * 1024),
       ASSAY_SHUTDOWN_GRACE: '0',
     });
     const serving = serve.records.find((record) => record.msg === 'assay is serving');
@@ -139,9 +139,9 @@ describe('ICAP deployments', () => {
     };
     // V8's heap settles to a stream of data within a few bodies (its young generation grows up to
     // --max-semi-space-size, its old one a little); what must not follow is the body's size.
-    for (let round = 0; round < 3; round++) await send(50 * 1024 * 1024);
+    for (let round = 0; round < 3; round++) await send(32 * 1024 * 1024);
     const settled = peak();
-    await send(150 * 1024 * 1024);
+    await send(96 * 1024 * 1024);
     const grown = peak() - settled;
     assert.ok(
       grown < 32 * 1024 * 1024,
