@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
  */
 export class ServiceTag {
   private last: string | null = null;
+  /** The reading the last tag was made from: the same reading gives the same tag, unhashed. */
+  private lastParts: readonly string[] | null = null;
 
   constructor(
     /** The changing parts of the engines' identity (EngineVersions.changing), null while unknown. */
@@ -19,6 +21,8 @@ export class ServiceTag {
   async current(): Promise<string> {
     const parts = await this.signatureParts().catch(() => null);
     if (parts === null) return this.last ?? '"assay-signatures-unknown"';
+    if (parts === this.lastParts && this.last !== null) return this.last;
+    this.lastParts = parts;
     // "clamd <engine>, daily <n> of <date>": the engine's own version is not the signature set.
     const signatures = parts.slice(0, 2).map((part) => part.replace(/^clamd [^,]*, /, ''));
     const digest = createHash('sha256').update(signatures.join('\n')).digest('base64url');
