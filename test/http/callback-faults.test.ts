@@ -73,15 +73,18 @@ describe('callback faults', () => {
     await receiver.waitFor(1, 10_000);
     // Removed behind the service's back, as an account deletion racing a delivery would.
     await deleteUnchecked(svc.store.db, 'accounts', svc.accountId);
-    await eventually('the delivery to be given up', async () => {
+    // The delivery is settled first and its trace line written next: both are awaited.
+    let messages: string[] = [];
+    await eventually('the delivery to be given up, and traced', async () => {
       const [delivery] = await svc.store.callbacks.listForFile(id);
-      return delivery?.state === 'failed';
+      messages = (await svc.store.trace.list(id)).map((event) => event.message);
+      return (
+        delivery?.state === 'failed' &&
+        messages.some((m) => /callback attempt \d+ .*account no longer exists; given up/.test(m))
+      );
+    }).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}: ${messages.join(' | ')}`);
     });
-    const messages = (await svc.store.trace.list(id)).map((event) => event.message);
-    assert.ok(
-      messages.some((m) => /callback attempt \d+ .*account no longer exists; given up/.test(m)),
-      messages.join(' | '),
-    );
     const sent = receiver.requests.length;
     await sleep(500);
     assert.equal(receiver.requests.length, sent, 'nothing is sent once given up');
