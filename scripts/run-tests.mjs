@@ -258,7 +258,9 @@ async function runOnce(round) {
   const tasks = stores.flatMap((store) =>
     files.map((file) => ({ file, store, alone: aloneReason(file) })),
   );
-  const expected = (task) => durations[`${task.store} ${task.file}`] ?? 0;
+  // A file not timed yet (a new one) goes first: it may be long, and last is where a long file
+  // costs most.
+  const expected = (task) => durations[`${task.store} ${task.file}`] ?? Number.POSITIVE_INFINITY;
   // The longest first, so that the pool does not end waiting on one long file.
   const together = tasks
     .filter((task) => task.alone === null)
