@@ -3,6 +3,7 @@ import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { TokenList } from './accounts/token-list.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
+import { callbackDispatcher } from './callback-setup.js';
 import type { Config } from './config.js';
 import {
   clamdInDataDir,
@@ -29,7 +30,6 @@ import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { AccountActivity } from './processing/account-activity.js';
 import { CallbackBrowser } from './processing/callback-browser.js';
-import { CALLBACK_LEASE_MS, CallbackDispatcher } from './processing/callback-dispatcher.js';
 import { FileBrowser } from './processing/file-browser.js';
 import { Intake } from './processing/intake.js';
 import { JobRunner } from './processing/job-runner.js';
@@ -42,7 +42,6 @@ import { RemoteScans } from './processing/remote-content.js';
 import { ResultRecorder } from './processing/result-recorder.js';
 import { ResultRetention } from './processing/result-retention.js';
 import { ContentScanner } from './processing/scan-content.js';
-import { SharedDestinationGate } from './processing/shared-destination-gate.js';
 import { SpoolQuota } from './processing/spool-quota.js';
 import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
@@ -224,38 +223,13 @@ export async function startService(
         maxBytes: config.maxFileSize,
       },
     };
-    const callbacks = new CallbackDispatcher(
-      store,
-      {
-        outbound: {
-          policy,
-          userAgent,
-          resolve: testHooks.resolve,
-          connectTimeoutMs: 5_000,
-          totalTimeoutMs: 15_000,
-        },
-        concurrency: config.callbackConcurrency,
-        accountConcurrency: config.accountCallbackConcurrency,
-        destinationConcurrency: config.callbackDestinationConcurrency,
-        retryBaseMs: config.callbackRetryBaseMs,
-        maxAgeMs: config.callbackMaxAgeMs,
-        events: metrics,
-        // Other processes may deliver from the store too: the callback caps are the store's.
-        destinations: sharedByProcesses
-          ? new SharedDestinationGate(
-              store,
-              {
-                concurrency: config.callbackDestinationConcurrency,
-                accountConcurrency: config.accountCallbackConcurrency,
-                retryBaseMs: config.callbackRetryBaseMs,
-              },
-              CALLBACK_LEASE_MS,
-            )
-          : undefined,
-      },
-      logger.child({ component: 'callbacks' }),
-      dispatch ?? undefined,
-    );
+    const callbacks = callbackDispatcher(config, store, {
+      outbound: { policy, userAgent, resolve: testHooks.resolve },
+      events: metrics,
+      sharedByProcesses,
+      logger: logger.child({ component: 'callbacks' }),
+      dispatch,
+    });
     const recorder = new ResultRecorder(
       store,
       () => callbacks.notify(),
