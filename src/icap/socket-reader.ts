@@ -30,15 +30,27 @@ const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
 
 /**
- * Pulls bytes from a socket into one buffer with bounds: the socket is paused once HIGH_WATER
- * bytes wait (backpressure reaches the client), and each read says how far it may look. A search
- * for a delimiter resumes where the last one stopped, so a client trickling a byte at a time costs
+ * Pulls bytes from a socket with bounds: the socket is paused once HIGH_WATER bytes wait
+ * (backpressure reaches the client), and each read says how far it may look. The socket's own
+ * chunks are kept as they came and body data is handed on as views of them, never copied (a copy
+ * per piece doubled the allocations that drive garbage collection). A search for a delimiter
+ * resumes where the last one stopped, across chunks, so a client trickling a byte at a time costs
  * linear time.
  */
 export class SocketReader {
-  private buffer = Buffer.allocUnsafe(16 * 1024);
-  private start = 0;
-  private end = 0;
+  /** Unread data: `chunks[head]` from `offset` on, then the others whole. */
+  private chunks: Buffer[] = [];
+  private head = 0;
+  private offset = 0;
+  private size = 0;
+  /** A delimiter search under way: bytes looked at from the front, and how much of it matched. */
+  private search: {
+    delimiter: Buffer;
+    scanned: number;
+    matched: number;
+    chunk: number;
+    at: number;
+  } | null = null;
   private ended = false;
   private failure: Error | null = null;
   private wake: (() => void) | null = null;
@@ -57,7 +69,7 @@ export class SocketReader {
 
   /** Bytes read from the socket and not taken yet. */
   get buffered(): number {
-    return this.end - this.start;
+    return this.size;
   }
 
   /**
@@ -84,22 +96,10 @@ export class SocketReader {
   }
 
   private push(chunk: Buffer): void {
-    const size = this.end - this.start;
-    if (this.end + chunk.length > this.buffer.length) {
-      if (size + chunk.length <= this.buffer.length) {
-        this.buffer.copy(this.buffer, 0, this.start, this.end);
-      } else {
-        // Bounded: the socket is paused at HIGH_WATER, so this holds at most that plus one chunk.
-        const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, size + chunk.length));
-        this.buffer.copy(grown, 0, this.start, this.end);
-        this.buffer = grown;
-      }
-      this.start = 0;
-      this.end = size;
-    }
-    chunk.copy(this.buffer, this.end);
-    this.end += chunk.length;
-    if (this.end - this.start >= HIGH_WATER) this.socket.pause();
+    if (chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size >= HIGH_WATER) this.socket.pause();
     this.notify();
   }
 
@@ -110,7 +110,7 @@ export class SocketReader {
   private async more(idleMs: number): Promise<boolean> {
     if (this.failure !== null) throw this.failure;
     if (this.ended) return false;
-    const before = this.buffered;
+    const before = this.size;
     this.socket.resume();
     this.waitingSince = Date.now();
     if (this.idle === null || this.idle.ms !== idleMs) {
@@ -119,14 +119,14 @@ export class SocketReader {
       timer.unref();
       this.idle = { timer, ms: idleMs };
     } else this.idle.timer.refresh();
-    while (this.buffered === before && !this.ended && this.failure === null) {
+    while (this.size === before && !this.ended && this.failure === null) {
       await new Promise<void>((resolve) => {
         this.wake = resolve;
       });
     }
     this.waitingSince = 0;
     if (this.failure !== null) throw this.failure;
-    return this.buffered > before;
+    return this.size > before;
   }
 
   private idleFired(idleMs: number): void {
@@ -140,6 +140,74 @@ export class SocketReader {
     this.notify();
   }
 
+  /** Takes `length` buffered bytes from the front: a view when one chunk holds them, else a copy. */
+  private take(length: number): Buffer {
+    const first = this.chunks[this.head] as Buffer;
+    if (first.length - this.offset >= length) {
+      const taken = first.subarray(this.offset, this.offset + length);
+      this.offset += length;
+      if (this.offset === first.length) this.dropFirst();
+      this.size -= length;
+      return taken;
+    }
+    const taken = Buffer.allocUnsafe(length);
+    let filled = 0;
+    while (filled < length) {
+      const chunk = this.chunks[this.head] as Buffer;
+      const count = Math.min(length - filled, chunk.length - this.offset);
+      chunk.copy(taken, filled, this.offset, this.offset + count);
+      filled += count;
+      this.offset += count;
+      if (this.offset === chunk.length) this.dropFirst();
+    }
+    this.size -= length;
+    return taken;
+  }
+
+  /** The front chunk is used up: the next one is the front (the array is compacted now and then). */
+  private dropFirst(): void {
+    this.head += 1;
+    this.offset = 0;
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.chunks.length) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /**
+   * Looks for `delimiter` in what is buffered, from where the last look stopped: the position just
+   * past it (from the front), or -1. A byte-wise match that falls back to the delimiter's first
+   * byte is exact for CRLF and CRLFCRLF, the only delimiters read.
+   */
+  private find(delimiter: Buffer, limit: number): number {
+    let search = this.search;
+    if (search === null || search.delimiter !== delimiter) {
+      search = { delimiter, scanned: 0, matched: 0, chunk: this.head, at: this.offset };
+      this.search = search;
+    }
+    while (search.scanned < Math.min(this.size, limit)) {
+      const chunk = this.chunks[search.chunk] as Buffer;
+      if (search.at >= chunk.length) {
+        search.chunk += 1;
+        search.at = 0;
+        continue;
+      }
+      const byte = chunk[search.at] as number;
+      search.at += 1;
+      search.scanned += 1;
+      if (byte === delimiter[search.matched]) search.matched += 1;
+      else search.matched = byte === delimiter[0] ? 1 : 0;
+      if (search.matched === delimiter.length) {
+        this.search = null;
+        return search.scanned;
+      }
+    }
+    return -1;
+  }
+
   /**
    * Everything up to and including `delimiter`, which must come within `max` bytes (else
    * IcapProtocolError, `tooLong`). Null when the client ended cleanly before sending a byte;
@@ -151,25 +219,15 @@ export class SocketReader {
     idleMs: number,
     tooLong: string,
   ): Promise<Buffer | null> {
-    let searchedTo = this.start;
+    this.search = null;
     for (;;) {
-      const from = Math.max(this.start, searchedTo - delimiter.length + 1);
-      const found = this.buffer.subarray(0, this.end).indexOf(delimiter, from);
-      if (found !== -1 && found + delimiter.length - this.start <= max) {
-        const stop = found + delimiter.length;
-        const taken = Buffer.from(this.buffer.subarray(this.start, stop));
-        this.start = stop;
-        return taken;
-      }
-      if (this.buffered >= max) throw new IcapProtocolError(tooLong);
-      searchedTo = this.end;
-      const start = this.start;
+      const end = this.find(delimiter, max);
+      if (end !== -1) return this.take(end);
+      if (this.size >= max) throw new IcapProtocolError(tooLong);
       if (!(await this.more(idleMs))) {
-        if (this.buffered === 0) return null;
+        if (this.size === 0) return null;
         throw new IcapClosedError();
       }
-      // push() may have moved the bytes to the front of the buffer.
-      searchedTo += this.start - start;
     }
   }
 
@@ -187,26 +245,21 @@ export class SocketReader {
 
   /** Exactly `length` bytes (at most what the caller bounded). */
   async readExactly(length: number, idleMs: number): Promise<Buffer> {
-    while (this.buffered < length) {
+    while (this.size < length) {
       if (!(await this.more(idleMs))) throw new IcapClosedError();
     }
-    const taken = Buffer.from(this.buffer.subarray(this.start, this.start + length));
-    this.start += length;
-    return taken;
+    return this.take(length);
   }
 
-  /** Up to `max` bytes, at least one, as soon as any are there: a body's data as it arrives. */
+  /**
+   * Up to `max` bytes, at least one, as soon as any are there: a body's data as it arrives, a view
+   * of the socket's chunk (valid for good: the socket never reuses it).
+   */
   async readSome(max: number, idleMs: number): Promise<Buffer> {
-    while (this.buffered === 0) {
+    while (this.size === 0) {
       if (!(await this.more(idleMs))) throw new IcapClosedError();
     }
-    const length = Math.min(max, this.buffered);
-    const taken = Buffer.from(this.buffer.subarray(this.start, this.start + length));
-    this.start += length;
-    if (this.start === this.end) {
-      this.start = 0;
-      this.end = 0;
-    }
-    return taken;
+    const first = this.chunks[this.head] as Buffer;
+    return this.take(Math.min(max, first.length - this.offset));
   }
 }
