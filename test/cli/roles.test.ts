@@ -83,7 +83,12 @@ describe('roles on one PostgreSQL database', {
     assert.deepEqual(result.findings, []);
     assert.equal(remote.requests.length, 1);
 
-    const workerReady = await readyOf(worker);
+    // The result is readable once committed; the worker counts its job done just after.
+    let workerReady = await readyOf(worker);
+    await waitUntil('the worker to count its job done', async () => {
+      workerReady = await readyOf(worker);
+      return (workerReady.body.queue as { running?: number } | undefined)?.running === 0;
+    }).catch(() => undefined);
     assert.equal(workerReady.status, 200);
     assert.deepEqual(workerReady.body.queue, { due: 0, running: 0, oldestDueSeconds: 0 });
     // A worker serves nothing but its health: the API is the api processes'.
