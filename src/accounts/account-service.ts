@@ -379,9 +379,8 @@ export class AccountService {
   }
 
   /**
-   * The principal key `keyId` acts as where the connection itself is trusted instead of a secret
-   * (an ICAP service mapped to the key); null when there is no such key, or it or its account is
-   * disabled. Read through the credential cache, like an authentication.
+   * The principal of key `keyId` without its secret (an ICAP service acts as it); null when it or
+   * its account is missing or disabled. Read through the credential cache.
    */
   async principalForKey(keyId: string): Promise<Principal | null> {
     const key = await this.findKey(keyId);
