@@ -342,21 +342,18 @@ export async function startService(
         throw listenError(error, config.host, config.port);
       });
     // The ICAP front door serves where the API does.
-    const icap =
-      config.role === 'worker'
-        ? null
-        : await startIcap(config, {
-            accounts,
-            requestLimits,
-            syncScans: app.services.syncScans,
-            processor,
-            metrics,
-            signatureParts: () => versions?.changing() ?? Promise.resolve(null),
-            logger: logger.child({ component: 'icap' }),
-          }).catch(async (error: unknown) => {
-            await closeApp(app);
-            throw error;
-          });
+    const icap = await startIcap(config, {
+      accounts,
+      requestLimits,
+      syncScans: app.services.syncScans,
+      processor,
+      metrics,
+      signatureParts: () => versions?.changing() ?? Promise.resolve(null),
+      logger: logger.child({ component: 'icap' }),
+    }).catch(async (error: unknown) => {
+      await closeApp(app);
+      throw error;
+    });
     if (runsJobs) {
       await jobs.start();
       spoolSweeper = new SpoolSweeper(store, spool, logger.child({ component: 'spool' }));

@@ -19,7 +19,10 @@ export interface RunningIcap {
   stop(): Promise<void>;
 }
 
-/** Starts the ICAP listener when a port is set (null otherwise), on the same domain services as the API. */
+/**
+ * Starts the ICAP listener where a port is set and the role serves the API (null otherwise), on
+ * the same domain services as the API.
+ */
 export async function startIcap(
   config: Config,
   parts: {
@@ -33,7 +36,10 @@ export async function startIcap(
   },
 ): Promise<RunningIcap | null> {
   const settings = config.icap;
-  if (settings.port === null && settings.tlsPort === null) return null;
+  // Workers serve no API, so no ICAP either.
+  if (config.role === 'worker' || (settings.port === null && settings.tlsPort === null)) {
+    return null;
+  }
   const { logger } = parts;
   for (const [service, keyId] of settings.services) {
     if ((await parts.accounts.principalForKey(keyId)) === null) {
