@@ -26,6 +26,8 @@ export class IcapClosedError extends Error {
 
 /** Bytes buffered from the socket before it is paused: the bound of what a client can make us hold. */
 const HIGH_WATER = 64 * 1024;
+/** Chunks held at most before they are merged: the bound of the objects a client can make us keep. */
+const MAX_CHUNKS = 256;
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
 
@@ -99,8 +101,23 @@ export class SocketReader {
     if (chunk.length === 0) return;
     this.chunks.push(chunk);
     this.size += chunk.length;
+    // A client trickling bytes would make many tiny chunks: past MAX_CHUNKS they become one.
+    if (this.chunks.length - this.head > MAX_CHUNKS) this.merge();
     if (this.size >= HIGH_WATER) this.socket.pause();
     this.notify();
+  }
+
+  /** The unread chunks as one (a search under way keeps its place: it counts from the front). */
+  private merge(): void {
+    const unread = this.chunks.slice(this.head);
+    unread[0] = (unread[0] as Buffer).subarray(this.offset);
+    this.chunks = [Buffer.concat(unread, this.size)];
+    this.head = 0;
+    this.offset = 0;
+    if (this.search !== null) {
+      this.search.chunk = 0;
+      this.search.at = this.search.scanned;
+    }
   }
 
   /**
