@@ -42,7 +42,7 @@ export interface IcapContext {
   idleMs: number;
   /** The longest a persistent connection may wait for its next request. */
   keepAliveMs: number;
-  /** `Max-Connections` in OPTIONS: what the deployment's synchronous-scan slots can take. */
+  /** `Max-Connections` in OPTIONS: what a service's key's synchronous-scan slots can take. */
   maxConnections: number;
   /** `Service` in OPTIONS. */
   serverName: string;

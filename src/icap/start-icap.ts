@@ -66,8 +66,9 @@ export async function startIcap(
       maxFileSize: config.maxFileSize,
       idleMs: config.requestIdleTimeoutMs,
       keepAliveMs: KEEP_ALIVE_MS,
-      // Squid shares this among its workers: every process's synchronous-scan slots.
-      maxConnections: config.syncConcurrency * config.processes,
+      // Per service, so per key: its account's synchronous-scan slots in every process (more
+      // connections would only get 503 busy). Squid shares it among its workers.
+      maxConnections: config.accountSyncConcurrency * config.processes,
       serverName: `Assay ${packageVersion()} ICAP`,
     },
     { host: config.host, maxConnections: config.maxConnections, tls: config.tls },

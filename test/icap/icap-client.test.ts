@@ -48,7 +48,7 @@ describe('ICAP with c-icap-client', () => {
     const tag = options.headers.get('istag') ?? '';
     assert.match(tag, /^"[^"]+"$/, 'ISTag is quoted');
     assert.ok(Buffer.byteLength(tag) <= 32, `ISTag ${tag} fits in 32 bytes`);
-    assert.equal(options.headers.get('max-connections'), String(svc.config.syncConcurrency));
+    assert.equal(options.headers.get('max-connections'), String(svc.config.accountSyncConcurrency));
     assert.equal(options.headers.get('options-ttl'), '60');
     assert.match(options.headers.get('allow') ?? '', /\b204\b/);
     assert.match(options.headers.get('preview') ?? '', /^\d+$/);
