@@ -65,8 +65,10 @@ export async function scanExchange(
   const body = new ChunkedBody(exchange.reader, context.idleMs, request.preview !== null, () =>
     send(exchange.socket, CONTINUE),
   );
-  const copy = request.allow204 || request.allow206 ? null : await context.copies.create();
+  let copy: BodyCopy | null = null;
   try {
+    // Made inside the slot's try: a copy that cannot be made (a full disk) gives the slot back.
+    copy = request.allow204 || request.allow206 ? null : await context.copies.create();
     return await scanBody(exchange, context, client, principal, body, copy);
   } finally {
     release();
