@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { eicar } from '../../src/engines/test-content.js';
 import { startServe } from '../helpers/cli.js';
 import { randomContent } from '../helpers/content.js';
@@ -19,6 +19,33 @@ import { writeSelfSignedCertificate } from '../helpers/tls.js';
 // The ICAP listener as deployed: ICAPS beside plain ICAP, and several processes on one port.
 
 const clamd = useSharedClamd();
+
+/** `assay serve` with the ICAP listener (service avscan, its key bootstrapped) and its port. */
+async function serveIcap(
+  t: TestContext,
+  dataDir: string,
+  env: Record<string, string> = {},
+  serveArgs: string[] = [],
+) {
+  const serve = await startServe(
+    t,
+    {
+      ASSAY_DATA_DIR: dataDir,
+      ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
+      ASSAY_CLAMD: clamd.socket,
+      ASSAY_ICAP_PORT: '0',
+      ASSAY_ICAP_SERVICES: 'avscan=icap-key',
+      ASSAY_SHUTDOWN_GRACE: '0',
+      ...env,
+    },
+    [],
+    serveArgs,
+  );
+  const serving = serve.records.find((record) => record.msg === 'assay is serving');
+  const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
+  assert.ok(port > 0, `the serving line names the ICAP URL: ${JSON.stringify(serving)}`);
+  return { serve, port };
+}
 
 describe('ICAP deployments', () => {
   test('ICAPS on a port of its own, with the HTTP listener’s certificate; plain ICAP keeps working', async (t) => {
@@ -55,22 +82,7 @@ describe('ICAP deployments', () => {
   test('under --processes every process serves ICAP on the one port, with the same ISTag', async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const serve = await startServe(
-      t,
-      {
-        ASSAY_DATA_DIR: dataDir,
-        ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
-        ASSAY_CLAMD: clamd.socket,
-        ASSAY_ICAP_PORT: '0',
-        ASSAY_ICAP_SERVICES: 'avscan=icap-key',
-        ASSAY_SHUTDOWN_GRACE: '0',
-      },
-      [],
-      ['--processes', '2'],
-    );
-    const serving = serve.records.find((record) => record.msg === 'assay is serving');
-    const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
-    assert.ok(port > 0, `the serving line names the ICAP URL: ${JSON.stringify(serving)}`);
+    const { serve, port } = await serveIcap(t, dataDir, {}, ['--processes', '2']);
     const tags = new Set<string>();
     const content = Buffer.from(eicar());
     const clean = randomContent(2000);
@@ -106,17 +118,9 @@ describe('ICAP deployments', () => {
   test("a body's size does not show in the service's memory", async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const serve = await startServe(t, {
-      ASSAY_DATA_DIR: dataDir,
-      ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_ICAP_PORT: '0',
-      ASSAY_ICAP_SERVICES: 'avscan=icap-key',
+    const { serve, port } = await serveIcap(t, dataDir, {
       ASSAY_MAX_FILE_SIZE: String(128 * 1024 * 1024),
-      ASSAY_SHUTDOWN_GRACE: '0',
     });
-    const serving = serve.records.find((record) => record.msg === 'assay is serving');
-    const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
     const peak = () => {
       const status = readFileSync(`/proc/${serve.child.pid}/status`, 'utf8');
       return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
