@@ -100,12 +100,13 @@ describe('Squid with Assay as its ICAP service', () => {
     assert.equal(again.status, 403);
   });
 
-  // Squid 5.7 as Debian ships it stops reading a response from its origin once its 64 KiB buffer
-  // toward the ICAP service has filled, until the service starts its answer (its cache.log shows
-  // "will not read up to 0"): a service that answers only after the verdict, as Assay does, never
-  // gets the rest (c-icap's virus_scan stalls the same way; its echo service, which streams the
-  // body back at once, does not). Assay keeps the content: the transfer ends, after
-  // ASSAY_REQUEST_IDLE_TIMEOUT, in Squid's ICAP error page (docs/ICAP.md, "Known limits").
+  // Debian's Squid 5.7 has Squid's bug 5352 (fixed upstream in 2025): once its 64 KiB buffer
+  // toward the ICAP service is full, its read from the origin waits for the client side, which in
+  // RESPMOD gets nothing until the service answers. A service that answers only after the
+  // verdict, as Assay does, never gets the rest (c-icap's virus_scan stalls the same way; its echo
+  // service, which streams the body back at once, does not). Assay keeps the content: the
+  // transfer ends, after ASSAY_REQUEST_IDLE_TIMEOUT, in Squid's ICAP error page (docs/ICAP.md,
+  // "Known limits").
   test("a body past Squid 5.7's 64 KiB buffer never reaches the client unscanned", async (t) => {
     const svc = await buildIcapService(t, clamd.socket, { ASSAY_REQUEST_IDLE_TIMEOUT: '2' });
     const squid = await startSquid(t, `icap://127.0.0.1:${svc.icapPort}/avscan`);
