@@ -4,6 +4,8 @@
  * freezes only the worker, which the test terminates at its deadline and reports by name.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { decodeKey, parseBucketEvent } from '../../src/buckets/bucket-events.js';
+import { tagValue } from '../../src/buckets/verdict-tags.js';
 import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { htmlText } from '../../src/engines/nsfw-language/extract.js';
 import {
@@ -167,6 +169,46 @@ const NAME_INPUTS: Generator[] = [
   (size) => fill(`J${'é'.repeat(150)} Nègre, J${'é'.repeat(150)} `, size),
 ];
 
+/** One S3 record around `object`'s fields (its key and the rest, as JSON members). */
+function s3Record(object: string, eventName = 'ObjectCreated:Put'): string {
+  return `{"Records":[{"eventName":"${eventName}","s3":{"bucket":{"name":"abc"},"object":{${object}}}}]}`;
+}
+
+const BUCKET_EVENT_INPUTS: Generator[] = [
+  (size) => s3Record(`"key":"${fill('%41', size)}"`),
+  (size) => s3Record(`"key":"${fill('%', size)}"`),
+  (size) => s3Record(`"key":"${fill('+', size)}"`),
+  (size) => s3Record(`"key":"a","eTag":"${fill('\\"', size)}"`),
+  (size) => s3Record('"key":"a"', fill('s3:ObjectCreated', size)),
+  (size) => `{"Records":[${fill('{"eventName":"ObjectRemoved:Delete"},', size)}{}]}`,
+  (size) => fill('[', size),
+  (size) =>
+    `{"Type":"Notification","Message":${JSON.stringify(s3Record(`"key":"${fill('%2B', size)}"`))}}`,
+];
+
+const OBJECT_KEY_INPUTS: Generator[] = [
+  (size) => fill('%41', size),
+  (size) => fill('%E2%82', size),
+  (size) => fill('+%', size),
+];
+
+const TAG_VALUE_INPUTS: Generator[] = [
+  (size) => fill('<>', size),
+  (size) => fill('content.malicious.x ', size),
+  (size) => fill('\u{1F600}', size),
+];
+
+/** Calls `parse`, whose refusal of hostile input is expected: only its time matters. */
+function refusing(parse: (input: string) => unknown): (input: string) => unknown {
+  return (input) => {
+    try {
+      return parse(input);
+    } catch (error) {
+      return error;
+    }
+  };
+}
+
 export interface TextPath {
   name: string;
   inputs: Generator[];
@@ -201,6 +243,9 @@ export function textPaths(): TextPath[] {
       run: (input) => errorForLog(new Error(input)),
     },
     { name: 'language names', inputs: NAME_INPUTS, run: (input) => languages.detect(input) },
+    { name: 'bucket events', inputs: BUCKET_EVENT_INPUTS, run: refusing(parseBucketEvent) },
+    { name: 'object keys', inputs: OBJECT_KEY_INPUTS, run: refusing(decodeKey) },
+    { name: 'tag values', inputs: TAG_VALUE_INPUTS, run: tagValue },
   ];
 }
 
