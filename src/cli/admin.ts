@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerAccountCommands } from './admin-accounts.js';
+import { registerBucketCommands } from './admin-buckets.js';
 import { registerKeyCommands } from './admin-keys.js';
 import { registerMigrateStoreCommand } from './admin-migrate-store.js';
 import { registerUserCommands } from './admin-users.js';
@@ -15,4 +16,5 @@ export function registerAdminCommands(program: Command): void {
   registerKeyCommands(admin);
   registerMigrateStoreCommand(admin);
   registerVerdictCacheCommands(admin);
+  registerBucketCommands(admin);
 }

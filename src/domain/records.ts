@@ -203,3 +203,48 @@ export interface User {
   creationDate: string;
   lastLoginDate: string | null;
 }
+
+/** What a watched bucket does with an object found to hold a threat, besides tagging it. */
+export type ThreatAction = 'tag' | 'quarantine' | 'delete';
+
+/** A watched bucket and prefix (issue 42): where its objects come from and what their verdicts do. */
+export interface BucketSource {
+  id: string;
+  /** The operator's name for it: the CLI's, the webhook path's and the metrics' label. */
+  name: string;
+  accountId: string;
+  /** The key its objects are scanned as: its categories, balance, limits and fairness apply. */
+  apiKeyId: string;
+  /** An S3-compatible server's URL (path-style addressing); '' for AWS itself. */
+  endpoint: string;
+  region: string;
+  bucket: string;
+  /** Only keys that start with it ('' for the whole bucket). */
+  prefix: string;
+  /** `default` (the AWS SDK's chain) or `env:NAME` (NAME_ACCESS_KEY_ID, NAME_SECRET_ACCESS_KEY). */
+  credentials: string;
+  /** The SQS queue its bucket's notifications arrive on; null: none. */
+  queueUrl: string | null;
+  /** SHA-256 (hex) of the webhook's bearer token; null: no webhook. */
+  webhookTokenHash: string | null;
+  onThreat: ThreatAction;
+  /** Where `quarantine` moves an object: `bucket` or `bucket/prefix`. */
+  quarantine: string | null;
+  /** Each object's result is sent here (a v2.2 callback). */
+  callback: string | null;
+  /** Seconds: clean verdicts younger than this are scanned again when signatures change; null: the default. */
+  rescanWindow: number | null;
+  listing: BucketListing;
+  creationDate: string;
+}
+
+/** A full listing's progress: requested, then running under a lease, resumable from `after`. */
+export interface BucketListing {
+  state: 'idle' | 'requested' | 'running';
+  /** The last key announced: a listing resumes after it. */
+  after: string | null;
+  /** Objects listed so far in the current (or last) listing. */
+  count: number;
+  started: string | null;
+  finished: string | null;
+}

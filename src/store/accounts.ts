@@ -92,8 +92,8 @@ export class AccountRepository {
   }
 
   /**
-   * Removes the account and everything of it: keys, tokens, users, results, traces, jobs and
-   * callbacks. Returns what was removed, with the spool keys of its jobs (the caller removes those
+   * Removes the account and everything of it: keys, tokens, users, results, traces, jobs,
+   * callbacks and watched buckets. Returns what was removed, with the spool keys of its jobs (the caller removes those
    * files once this has committed). Run it in a transaction.
    */
   async erase(id: string): Promise<AccountErasure | null> {
@@ -127,6 +127,16 @@ export class AccountRepository {
     ) => count(await this.db.deleteFrom(table).where('account_id', '=', id).execute());
     // Its users' console sessions end with them (they reference the account).
     await remove('console_sessions');
+    // Its watched buckets stop being watched: their objects' rows go with them.
+    await this.db
+      .deleteFrom('bucket_objects')
+      .where(
+        'source_id',
+        'in',
+        this.db.selectFrom('bucket_sources').select('id').where('account_id', '=', id),
+      )
+      .execute();
+    await this.db.deleteFrom('bucket_sources').where('account_id', '=', id).execute();
     const erasure: AccountErasure = {
       callbacks: await remove('callback_deliveries'),
       jobs: await remove('jobs'),

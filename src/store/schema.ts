@@ -213,6 +213,49 @@ export interface CallbackAdmissionsTable {
   lease_until: number | string;
 }
 
+/** A watched bucket (see migration 0026); times in milliseconds since the epoch are bigint. */
+export interface BucketSourcesTable {
+  id: string;
+  name: string;
+  account_id: string;
+  api_key_id: string;
+  endpoint: string;
+  region: string;
+  bucket: string;
+  prefix: string;
+  credentials: string;
+  queue_url: string | null;
+  webhook_token_hash: string | null;
+  on_threat: string;
+  quarantine: string | null;
+  callback: string | null;
+  rescan_window: number | string | null;
+  listing: Generated<string>;
+  list_after: string | null;
+  list_count: Generated<number | string>;
+  list_started: string | null;
+  list_finished: string | null;
+  list_lease_until: Generated<number | string>;
+  creation_date: string;
+}
+
+/** An object of a watched bucket, its scan in flight and its latest verdict (see migration 0026). */
+export interface BucketObjectsTable {
+  source_id: string;
+  object_key: string;
+  etag: string | null;
+  version_id: string | null;
+  size: number | string | null;
+  job_id: string | null;
+  result_id: string | null;
+  status: string | null;
+  signatures: string | null;
+  scanned_at: string | null;
+  write_due: number | string | null;
+  write_attempts: Generated<number>;
+  announced_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -229,4 +272,6 @@ export interface Database {
   node_heartbeats: NodeHeartbeatsTable;
   callback_lanes: CallbackLanesTable;
   callback_admissions: CallbackAdmissionsTable;
+  bucket_sources: BucketSourcesTable;
+  bucket_objects: BucketObjectsTable;
 }

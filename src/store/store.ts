@@ -1,6 +1,8 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { AccountRepository } from './accounts.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { BucketObjectRepository } from './bucket-objects.js';
+import { BucketSourceRepository } from './bucket-sources.js';
 import { CallbackLaneRepository } from './callback-lanes.js';
 import { CallbackOutbox } from './callback-outbox.js';
 import { CallbackReports } from './callback-reports.js';
@@ -33,6 +35,7 @@ import * as verdictKeyContent from './migrations/0022-verdict-key-content.js';
 import * as keyAccountRateLimit from './migrations/0023-key-account-rate-limit.js';
 import * as fileNames from './migrations/0024-file-names.js';
 import * as resultRetention from './migrations/0025-result-retention.js';
+import * as bucketSources from './migrations/0026-bucket-sources.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -69,6 +72,7 @@ const migrations: Record<string, Migration> = {
   '0023-key-account-rate-limit': keyAccountRateLimit,
   '0024-file-names': fileNames,
   '0025-result-retention': resultRetention,
+  '0026-bucket-sources': bucketSources,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
@@ -94,6 +98,8 @@ export class Store {
   readonly engineVersions: EngineVersionRepository;
   readonly nodeHeartbeats: NodeHeartbeatRepository;
   readonly results: ResultRepository;
+  readonly bucketSources: BucketSourceRepository;
+  readonly bucketObjects: BucketObjectRepository;
 
   /**
    * @param syncCommitted makes what has been committed durable, for `syncCommits`; by
@@ -122,6 +128,8 @@ export class Store {
     this.engineVersions = new EngineVersionRepository(db);
     this.nodeHeartbeats = new NodeHeartbeatRepository(db);
     this.results = new ResultRepository(db);
+    this.bucketSources = new BucketSourceRepository(db);
+    this.bucketObjects = new BucketObjectRepository(db);
   }
 
   /** Runs `work` in one transaction, with repositories bound to it. */
