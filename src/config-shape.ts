@@ -1,5 +1,6 @@
 // The typed configuration every part of Assay reads; config.ts parses it from ASSAY_* variables.
 
+import type { BucketSettings } from './buckets/bucket-setup.js';
 import type { FindingsStyle, UnexaminedOutcome } from './engines/clamav/findings.js';
 import type { ClamdReloadMode } from './engines/clamav/managed-clamd.js';
 import type { ImageRuntime } from './engines/nsfw-image/classifier.js';
@@ -72,6 +73,8 @@ export interface Config {
   resultRetention: { defaultSeconds: number; icapSeconds: number };
   /** The ICAP listener (docs/ICAP.md): its ports, who may connect, its services. */
   icap: IcapSettings;
+  /** Watched buckets (issue 42): the verdict tags' names, SQS long polling. */
+  buckets: BucketSettings;
   /** Which peers' X-Forwarded-* headers are believed (`http/proxy-trust.ts` applies it). */
   trustProxy: ProxyTrust;
   nsfw: {

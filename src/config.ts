@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { bucketSettings } from './config-buckets.js';
 import { icapSettings } from './config-icap.js';
 import {
   accountShare,
@@ -72,6 +73,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: rateLimit(env, 'ASSAY_AUTH_FAIL_RATE', 'ASSAY_AUTH_FAIL_BURST'),
     tls: tlsPair,
     icap: icapSettings(env, port, tlsPair !== null),
+    buckets: bucketSettings(env),
     resultRetention: {
       defaultSeconds: integer(env, 'ASSAY_RESULT_RETENTION', 0, 100 * 365 * 86_400),
       icapSeconds: integer(env, 'ASSAY_ICAP_RESULT_RETENTION', 0, 100 * 365 * 86_400),

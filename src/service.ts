@@ -3,15 +3,10 @@ import { ConsoleAccess } from './accounts/console-access.js';
 import { createRequestLimits } from './accounts/request-limits.js';
 import { TokenList } from './accounts/token-list.js';
 import { ExpiredTokenPurge } from './accounts/token-purge.js';
+import { BucketFrontDoor } from './buckets/bucket-setup.js';
 import { callbackDispatcher } from './callback-setup.js';
 import type { Config } from './config.js';
-import {
-  clamdInDataDir,
-  engineCapacity,
-  engineVersions,
-  signatureVersions,
-  startClamd,
-} from './engine-setup.js';
+import { clamdInDataDir, engineVersions, signatureVersions, startClamd } from './engine-setup.js';
 import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { clamdDatabasesVersion, refusedDatabases } from './engines/clamav/clamd-databases.js';
 import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
@@ -23,6 +18,7 @@ import { buildApp, closeApp, type RouteEntry } from './http/app.js';
 import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { startIcap } from './icap/start-icap.js';
+import { jobRunnerOptions } from './job-setup.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { AddressPolicy } from './outbound/address-policy.js';
@@ -78,6 +74,8 @@ export interface ServiceTestHooks {
   consoleClock?: () => number;
   /** How often results past their retention are looked for (a minute by default). */
   resultRetentionIntervalMs?: number;
+  /** How often watched buckets' verdicts are written back (every second by default). */
+  bucketVerdictsIntervalMs?: number;
 }
 
 /**
@@ -133,6 +131,14 @@ export async function startService(
   let retention: ResultRetention | null = null;
   let spool: ContentSpool | null = null;
   let heartbeat: NodeHeartbeat | null = null;
+  const buckets = new BucketFrontDoor(
+    store,
+    config.buckets,
+    logger.child({ component: 'buckets' }),
+    {
+      verdictsIntervalMs: testHooks.bucketVerdictsIntervalMs,
+    },
+  );
   // Each part is released even when another fails (a process must not hang at exit on an open
   // pool because something before it threw); the first failure is thrown at the end.
   const release = async () => {
@@ -142,6 +148,7 @@ export async function startService(
       ['token purge', () => tokenPurge.stop()],
       ['spool sweeper', () => spoolSweeper?.stop()],
       ['result retention', () => retention?.stop()],
+      ['buckets', () => buckets.stop()],
       ['engines', () => Promise.all(engines.map((engine) => engine.close()))],
       ['type detector', () => detector?.close()],
       ['clamd client', () => clamd?.close()],
@@ -251,24 +258,11 @@ export async function startService(
       store,
       spool,
       processor,
-      {
-        stages: {
-          scan: { slots: config.jobConcurrency, perAccount: config.accountJobConcurrency },
-          download: { slots: config.fetchConcurrency, perAccount: config.accountFetchConcurrency },
-        },
-        engineRetryMs: config.engineRetryMs,
-        maxAttempts: config.jobMaxAttempts,
-        maxAgeMs: config.jobMaxAgeMs,
-        leaseMs: config.jobLeaseMs,
-        credentialCacheMs: config.credentialCacheMs,
-        verdictsToClaim: () => verdictCache.toClaim(),
-        engineSharesDataDisk: clamdInDataDir(config),
+      jobRunnerOptions(config, {
         fetch: outbound.fetch,
-        legacy: {
-          maxPostBytes: config.legacyMaxPostSize,
-          maxFetchBytes: engineCapacity(config),
-        },
-      },
+        verdictsToClaim: () => verdictCache.toClaim(),
+        objects: buckets.objects,
+      }),
       logger.child({ component: 'jobs' }),
       dispatch ?? undefined,
     );
@@ -306,13 +300,20 @@ export async function startService(
       },
       logger.child({ component: 'heartbeat' }),
     );
+    const intake = new Intake(spool, spoolQuota, jobs, config.asyncInlineBytes);
+    const bucketWebhooks = buckets.connect({
+      principals: accounts,
+      intake,
+      signatureParts: () => versions?.changing() ?? Promise.resolve(null),
+      metrics: metrics.buckets(),
+    });
     const app = await buildApp(
       {
         config,
         accounts,
         requestLimits,
         processor,
-        intake: new Intake(spool, spoolQuota, jobs, config.asyncInlineBytes),
+        intake,
         remoteScans: new RemoteScans(processor, spool, outbound.fetch),
         readiness: new Readiness(
           store,
@@ -332,6 +333,7 @@ export async function startService(
         files: new FileBrowser(store, processor),
         callbacks: new CallbackBrowser(store, () => callbacks.notify()),
         tokens: new TokenList(store, accounts),
+        bucketWebhooks,
       },
       logger,
       { healthOnly: config.role === 'worker' },
@@ -365,6 +367,7 @@ export async function startService(
         testHooks.resultRetentionIntervalMs,
       );
       await retention.start();
+      await buckets.start();
       await callbacks.start();
     }
     await heartbeat.start();

@@ -265,6 +265,14 @@ export const SETTINGS = {
     default: 'block',
     doc: 'ICAP content over ASSAY_MAX_FILE_SIZE: `block` (a 403 page), or `pass` unscanned with an `X-Assay-Unscanned` header and a metric (fails open for those objects).',
   },
+  ASSAY_BUCKET_STATUS_TAG: {
+    default: 'AssayScanStatus',
+    doc: "The object tag a watched bucket's verdict is written to (NO_THREATS_FOUND, THREATS_FOUND, UNSUPPORTED, ACCESS_DENIED, FAILED), beside AssayScanTime and AssayScanFindings; `GuardDutyMalwareScanStatus` keeps bucket policies written for GuardDuty. See docs/BUCKETS.md.",
+  },
+  ASSAY_BUCKET_QUEUE_WAIT: {
+    default: '20',
+    doc: 'Seconds an SQS receive of a watched bucket waits for messages (long polling, 1-20).',
+  },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -145,3 +145,19 @@ export function isUniqueViolation(error: unknown): boolean {
     code === 'SQLITE_CONSTRAINT_UNIQUE'
   );
 }
+
+/**
+ * A watched bucket (its S3 server) does not answer, or will not say who we are (credentials
+ * missing): the service's outage, not the object's. A job waits without using its attempts.
+ * The message names no key; the cause has the detail, for the log.
+ */
+export class BucketUnavailableError extends Error {
+  override readonly name = 'BucketUnavailableError';
+
+  constructor(source: string, cause: unknown) {
+    const code = publicCode(cause);
+    super(`the bucket of ${source} is not answering${code === null ? '' : ` (${code})`}`, {
+      cause,
+    });
+  }
+}

@@ -85,7 +85,8 @@ export interface StoredFile {
   fileName?: string | null;
 }
 
-export type JobKind = 'upload' | 'fetch';
+/** `bucket`: an object of a watched bucket, read from S3 like a fetch (issue 42). */
+export type JobKind = 'upload' | 'fetch' | 'bucket';
 
 /** What a later item takes from an earlier result with the same verdict key (VerdictCache). */
 export interface ReusableVerdict {

@@ -21,6 +21,7 @@ import { requestTimeouts } from './plugins/request-timeouts.js';
 import { responseHeaders } from './plugins/response-headers.js';
 import { syncScanLimit } from './plugins/sync-scan-limit.js';
 import { trustProxyOption } from './proxy-trust.js';
+import bucketEvents from './routes/bucket-events.js';
 import descriptor from './routes/descriptor.js';
 import health from './routes/health.js';
 import metrics from './routes/metrics.js';
@@ -114,6 +115,7 @@ export async function buildApp(
   await app.register(health);
   await app.register(metrics);
   await app.register(staticSamples);
+  await app.register(bucketEvents);
   await app.register(descriptor, { versions: API_VERSIONS });
   for (const version of API_VERSIONS) {
     await app.register(v2Routes, { prefix: `/${version}`, version });

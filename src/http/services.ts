@@ -2,6 +2,7 @@ import type { AccountService, Principal } from '../accounts/account-service.js';
 import type { ConsoleAccess } from '../accounts/console-access.js';
 import type { RequestLimits } from '../accounts/request-limits.js';
 import type { TokenList } from '../accounts/token-list.js';
+import type { BucketWebhooks } from '../buckets/bucket-webhooks.js';
 import type { Config } from '../config.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { OutboundOptions } from '../outbound/guarded-http.js';
@@ -45,6 +46,8 @@ export interface Services {
   callbacks: CallbackBrowser;
   /** An account's temporary tokens, a page at a time (never a whole id); revoke one. */
   tokens: TokenList;
+  /** Watched buckets' webhook events (POST /bucket-events/:source). */
+  bucketWebhooks: BucketWebhooks | null;
 }
 
 declare module 'fastify' {

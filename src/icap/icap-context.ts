@@ -4,9 +4,9 @@ import type { RequestLimits } from '../accounts/request-limits.js';
 import type { RateLimitSetting } from '../config.js';
 import type { IcapMetrics } from '../metrics/icap-metrics.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import type { ServiceTag } from '../processing/service-tag.js';
 import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
 import type { BodyCopies } from './body-copies.js';
-import type { ServiceTag } from './service-tag.js';
 
 /** What content over ASSAY_MAX_FILE_SIZE gets: blocked, or passed unscanned with a header. */
 export type IcapOversize = 'block' | 'pass';

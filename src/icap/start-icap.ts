@@ -6,10 +6,10 @@ import type { Config } from '../config.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import { packageVersion } from '../paths.js';
 import type { ContentProcessor } from '../processing/process-content.js';
+import { ServiceTag } from '../processing/service-tag.js';
 import type { SyncScanLimit } from '../processing/sync-scan-limit.js';
 import { BodyCopies } from './body-copies.js';
 import { IcapServer } from './icap-server.js';
-import { ServiceTag } from './service-tag.js';
 
 /** How long a persistent ICAP connection may wait for its next request (c-icap's default). */
 const KEEP_ALIVE_MS = 600_000;

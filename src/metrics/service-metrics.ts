@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import { FINDING_CATEGORIES, findingCategory } from '../domain/finding-category.js';
 import type { ProcessingEvents } from '../processing/processing-events.js';
+import { BucketMetrics } from './bucket-metrics.js';
 import { inCluster, scrapeCluster, shareWithPrimary } from './cluster-scrape.js';
 import { IcapMetrics } from './icap-metrics.js';
 import { MetricsRegistry } from './registry.js';
@@ -165,6 +166,11 @@ export class ServiceMetrics implements ProcessingEvents {
   /** The ICAP listener's metrics, registered when the listener starts. */
   icap(services: readonly string[]): IcapMetrics {
     return new IcapMetrics(this.metrics, services);
+  }
+
+  /** Watched buckets' metrics, registered where buckets are watched. */
+  buckets(): BucketMetrics {
+    return new BucketMetrics(this.metrics);
   }
 
   /** Starts reading what is known only at scrape time (the queue, spool, clamd, connections). */

@@ -50,19 +50,23 @@ export class Intake {
     });
   }
 
-  /** Commits a fetch of `location` as a job; returns its id. */
+  /**
+   * Commits a fetch of `location` as a job (`bucket`: an object of a watched bucket, its location
+   * `s3://bucket/key`); returns its id.
+   */
   async acceptFetch(
     principal: Principal,
     location: string,
     submission: Submission,
     received: string,
     id: string = newId(),
+    kind: 'fetch' | 'bucket' = 'fetch',
   ): Promise<string> {
     const receivedAt = new Date().toISOString();
     await this.jobs.submit(
       {
         ...jobOf(principal, id, submission, receivedAt),
-        kind: 'fetch',
+        kind,
         location,
         spoolKey: null,
       },

@@ -1,6 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isStoreUnavailable, publicCode, SpoolUnavailableError } from '../domain/failures.js';
+import {
+  BucketUnavailableError,
+  isStoreUnavailable,
+  publicCode,
+  SpoolUnavailableError,
+} from '../domain/failures.js';
 import type { Job } from '../domain/records.js';
 import type { ContentSpool } from '../spool/content-spool.js';
 import type { Store } from '../store/store.js';
@@ -26,12 +31,13 @@ export class RecordingError extends Error {}
 export type JobEnd = 'ended' | 'put back';
 
 /** What a job waits for: a new kind of wait gets its own trace line. */
-type Outage = 'engine' | 'store' | 'spool';
+type Outage = 'engine' | 'store' | 'spool' | 'bucket';
 
 /**
  * What a failed job attempt means, and what becomes of the job: an outage of the engine, the
  * spool (SpoolUnavailableError: its directory or bucket does not answer; one item's missing
- * content is not one) or a store that refuses writes is waited out without using an attempt, up
+ * content is not one), a watched bucket (BucketUnavailableError) or a store that refuses writes
+ * is waited out without using an attempt, up
  * to `maxAgeMs`; any other failure counts, retried with a doubling delay until `maxAttempts`; a
  * job out of either ends as a result with `error`, never clean. An engine failure is probed
  * (EngineProbe): if the engine scans other content, the item is to blame.
@@ -120,6 +126,11 @@ export class JobFailures {
     if (error instanceof SpoolUnavailableError) {
       this.logger.warn({ err: error, job: job.id }, 'the spool is not answering');
       return this.waitOut(job, 'spool', error.message);
+    }
+    // A watched bucket does not answer: its objects wait for it.
+    if (error instanceof BucketUnavailableError) {
+      this.logger.warn({ err: error, job: job.id }, 'a watched bucket is not answering');
+      return this.waitOut(job, 'bucket', error.message);
     }
     // A read the work needed (the job's key, say) found the store out of reach. (An engine's or an
     // S3 spool's refused connection looks the same: those are told apart above and below.)

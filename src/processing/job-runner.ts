@@ -97,7 +97,7 @@ export class JobRunner implements JobQueue {
       this.submissionsOf,
     );
     this.work = {
-      download: new DownloadJob(store, spool, options),
+      download: new DownloadJob(store, spool, options, options.objects ?? null),
       scan: new ScanJob(processor, spool, options),
     };
     this.claims = new FairClaims(store, options.stages, options.leaseMs, options.verdictsToClaim);

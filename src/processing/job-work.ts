@@ -6,6 +6,7 @@ import type { Store } from '../store/store.js';
 import type { StageLimits } from './fair-claims.js';
 import type { SubmissionVersion } from './file-result.js';
 import { LEGACY_CATEGORIES } from './legacy-result.js';
+import type { ObjectSource } from './object-source.js';
 import type { Submission } from './process-content.js';
 import type { SlotHandOff } from './result-recorder.js';
 
@@ -113,4 +114,6 @@ export interface JobRunnerOptions extends JobScanOptions {
    * verdicts, in the claim's statement; absent or null, none.
    */
   verdictsToClaim?: () => VerdictsToClaim | null;
+  /** Where the objects of watched buckets are read (their jobs' download stage). */
+  objects?: ObjectSource;
 }

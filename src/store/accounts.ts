@@ -147,7 +147,7 @@ export class AccountRepository {
       users: await remove('users'),
       spoolKeys: jobs.flatMap((job) => (job.spool_key === null ? [] : [job.spool_key])),
       downloadKeys: jobs.flatMap((job) =>
-        job.kind === 'fetch' && job.stage === 'download' ? [job.id] : [],
+        job.kind !== 'upload' && job.stage === 'download' ? [job.id] : [],
       ),
     };
     await this.db.deleteFrom('accounts').where('id', '=', id).execute();

@@ -10,7 +10,7 @@ export interface Acceptance {
 
 /** A fetch is downloaded into the spool first; content already there goes to the scan. */
 export function stageOf(job: Pick<Job, 'kind' | 'spoolKey'>): JobStage {
-  return job.kind === 'fetch' && job.spoolKey === null ? 'download' : 'scan';
+  return job.kind !== 'upload' && job.spoolKey === null ? 'download' : 'scan';
 }
 
 /**

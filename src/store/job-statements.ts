@@ -177,7 +177,7 @@ export const downloadedPerAccount = new QueryTemplate(0, (db) =>
     .selectFrom('jobs')
     .select((eb) => ['account_id', eb.fn.countAll<number>().as('count')])
     .where('stage', '=', 'scan')
-    .where('kind', '=', 'fetch')
+    .where('kind', 'in', ['fetch', 'bucket'])
     .groupBy('account_id'),
 );
 export const earliestRunAfter = new QueryTemplate(1, (db, stage: string) =>

@@ -21,11 +21,10 @@ const LONG_URL = `https://hooks.customer-platform.example.com/api/v3/integration
 /** An error as an engine or a remote host words it, with a URL and a path in it. */
 const LONG_ERROR = `the download from ${LONG_URL} failed after 3 attempts: connect ETIMEDOUT 203.0.113.45:443 (the remote host did not answer within 30 s); /var/lib/assay/spool/${hex(20)}/content.partial was removed`;
 /** A file name at the bound (255 bytes), one word. */
-const LONG_NAME =
-  `Quarterly-financial-report_${'Q3-2024-final-version-reviewed-by-legal-and-compliance_'.repeat(4)}`.slice(
-    0,
-    251,
-  ) + '.pdf';
+const LONG_NAME = `${`Quarterly-financial-report_${'Q3-2024-final-version-reviewed-by-legal-and-compliance_'.repeat(4)}`.slice(
+  0,
+  251,
+)}.pdf`;
 
 describe('the console’s layout with realistic data', () => {
   test('every console page and /docs fit 390 and 1280 px: nothing wider than the screen, cut off or hidden', async (t) => {

@@ -121,9 +121,10 @@ describe('the published API descriptor', () => {
       }
     }
     // Outside the descriptors: health, metrics, samples, the descriptors and their pages, their
-    // icon, v1.0, CORS, and the web console (pages for people, not the API).
+    // icon, v1.0, CORS, the web console (pages for people, not the API), and watched buckets'
+    // webhook events (a bucket server's, with their own token: docs/BUCKETS.md).
     const open =
-      /^(GET|HEAD) \/(health|metrics|static|docs|favicon\.svg)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b/;
+      /^(GET|HEAD) \/(health|metrics|static|docs|favicon\.svg)\b|^(GET|HEAD) \/v2\.\d\/openapi\.(json|yaml)$|^\w+ \/console\b|^POST \/bucket-events\/:source$/;
     const undescribed = svc.service.routes
       .map(({ method, url }) => `${method} ${url}`)
       .filter((route) => !described.has(route) && !described.has(route.replace(/^HEAD/, 'GET')))

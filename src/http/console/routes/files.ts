@@ -26,6 +26,13 @@ import {
 import { html, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
 import { operatorSessionOf, sessionOf } from '../session.js';
+
+const KIND_NAMES: Record<Job['kind'], string> = {
+  upload: 'upload',
+  fetch: 'fetch of a URL',
+  bucket: 'object of a watched bucket',
+};
+
 import { breakableUrl, type Cell, stackedTable } from '../stacked-table.js';
 
 /** As accounts.ts checks an account's id in a path. */
@@ -205,7 +212,7 @@ ${detailList([
       : html`<span class="name">${job.fileName}</span>`,
   ],
   ['Accepted (UTC)', dateTime(job.creationDate)],
-  ['Kind', job.kind === 'fetch' ? 'fetch of a URL' : 'upload'],
+  ['Kind', KIND_NAMES[job.kind]],
   ['Attempts', String(job.attempts)],
 ])}
 <h2 id="trace">Trace</h2>

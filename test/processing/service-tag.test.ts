@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ServiceTag } from '../../src/icap/service-tag.js';
+import { ServiceTag } from '../../src/processing/service-tag.js';
 
 // ISTag: what appliances decide rescans by.
 

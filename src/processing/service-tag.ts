@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The ICAP `ISTag`: a digest of the signature set clamd scans with (the official databases'
- * version and the digest of every database loaded, Assay's own and the operator's rules
- * included), so it changes exactly when the signatures do and is the same on every process and
- * node serving the same set; Assay's own upgrades leave it alone. Appliances rescan what they
- * scanned under another tag. Quoted, 32 bytes in all (RFC 3507, 4.7).
+ * The signature set's tag: a digest of the signature set clamd scans with (the official
+ * databases' version and the digest of every database loaded, Assay's own and the operator's
+ * rules included), so it changes exactly when the signatures do and is the same on every process
+ * and node serving the same set; Assay's own upgrades leave it alone. ICAP's `ISTag` (appliances
+ * rescan what they scanned under another tag: quoted, 32 bytes in all, RFC 3507, 4.7), and what
+ * a watched bucket's clean objects are scanned again by when it changes (`signatureSet`).
  */
 export class ServiceTag {
   private last: string | null = null;
@@ -28,5 +29,11 @@ export class ServiceTag {
     const digest = createHash('sha256').update(signatures.join('\n')).digest('base64url');
     this.last = `"S${digest.slice(0, 29)}"`;
     return this.last;
+  }
+
+  /** The set's digest unquoted; null while it was never known (nothing to compare with yet). */
+  async signatureSet(): Promise<string | null> {
+    const tag = await this.current();
+    return tag.startsWith('"S') ? tag.slice(2, -1) : null;
   }
 }
