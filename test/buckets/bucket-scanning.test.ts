@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BucketSourceService } from '../../src/buckets/bucket-source-service.js';
 import { eicar } from '../../src/engines/test-content.js';
-import { type Moto, startMoto, until } from '../helpers/moto.js';
+import { packageRoot } from '../../src/paths.js';
+import { traceOf } from '../helpers/client.js';
+import { type Moto, motoFront, startMoto, until } from '../helpers/moto.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 // Watched buckets against moto's S3 and SQS (S3-to-SQS notifications): what an operator sees in
@@ -18,10 +23,10 @@ after(async () => {
   await moto.stop();
 });
 
-async function watched(t: Parameters<typeof buildService>[0]) {
+async function watched(t: Parameters<typeof buildService>[0], env: Record<string, string> = {}) {
   const svc = await buildService(
     t,
-    { ASSAY_CLAMD: clamd.socket, ASSAY_BUCKET_QUEUE_WAIT: '1' },
+    { ASSAY_CLAMD: clamd.socket, ASSAY_BUCKET_QUEUE_WAIT: '1', ...env },
     undefined,
     { bucketVerdictsIntervalMs: 100 },
   );
@@ -73,5 +78,166 @@ describe('watched buckets', () => {
       bucket_etag: row?.etag,
     });
     assert.match(result?.findings?.join() ?? '', /eicar/i);
+  });
+});
+
+/** MinIO's webhook body (the fixture's shape) announcing `key` of `bucket`. */
+function minioEvent(bucket: string, key: string, etag: string): string {
+  const event = JSON.parse(
+    readFileSync(join(packageRoot(), 'test/fixtures/buckets/minio-webhook-put.json'), 'utf8'),
+  );
+  event.Key = `${bucket}/${key}`;
+  event.Records[0].s3.bucket.name = bucket;
+  event.Records[0].s3.object.key = encodeURIComponent(key);
+  event.Records[0].s3.object.eTag = etag;
+  return JSON.stringify(event);
+}
+
+describe('watched buckets: webhooks, refusals and outages', () => {
+  test('the webhook refuses an unauthenticated or malformed event; an announced object is scanned and tagged once', async (t) => {
+    const svc = await watched(t);
+    const uploads = await moto.bucket('hooked');
+    const { webhookToken } = await new BucketSourceService(svc.store).add({
+      name: 'hooked',
+      keyId: svc.keyId,
+      bucket: uploads.name,
+      endpoint: moto.endpoint,
+      credentials: 'env:MOTO',
+      webhook: true,
+    });
+    const etag = await moto.put(uploads.name, 'in/photo notes.txt', 'Notes about a photo.');
+    const post = (
+      name: string,
+      authorization: string | null,
+      body: string,
+      type = 'application/json',
+    ) =>
+      fetch(`${svc.url}/bucket-events/${name}`, {
+        method: 'POST',
+        headers: { 'content-type': type, ...(authorization === null ? {} : { authorization }) },
+        body,
+      });
+    const event = minioEvent(uploads.name, 'in/photo notes.txt', etag);
+    for (const [name, authorization] of [
+      ['hooked', null],
+      ['hooked', 'Bearer wrong-token'],
+      ['hooked', `Basic ${webhookToken}`],
+      ['elsewhere', `Bearer ${webhookToken}`],
+    ] as const) {
+      const refused = await post(name, authorization, event);
+      assert.equal(refused.status, 401, `${name} ${authorization}`);
+      assert.match(((await refused.json()) as { error: string }).error, /bearer token/);
+    }
+    const auth = `Bearer ${webhookToken}`;
+    const malformed = await post('hooked', auth, '{"Records":5}');
+    assert.equal(malformed.status, 400);
+    assert.match(((await malformed.json()) as { error: string }).error, /no Records list/);
+    assert.equal((await post('hooked', auth, event, 'text/plain')).status, 400);
+    assert.equal((await post('hooked', auth, `{"pad":"${'x'.repeat(1024 * 1024)}"}`)).status, 413);
+
+    const accepted = await post('hooked', auth, event);
+    assert.equal(accepted.status, 200);
+    assert.deepEqual(await accepted.json(), { queued: 1, 'in-flight': 0, known: 0, outside: 0 });
+    const tags = await until('the announced object tagged', async () => {
+      const found = await moto.tags(uploads.name, 'in/photo notes.txt');
+      return found?.AssayScanStatus === undefined ? null : found;
+    });
+    assert.equal(tags.AssayScanStatus, 'NO_THREATS_FOUND');
+    // Delivered again (at least once): the same bytes are not scanned again.
+    assert.deepEqual(await (await post('hooked', auth, event)).json(), {
+      queued: 0,
+      'in-flight': 0,
+      known: 1,
+      outside: 0,
+    });
+  });
+
+  test('an object Assay may not read ends as ACCESS_DENIED, tagged, with an error result: never clean', async (t) => {
+    const svc = await watched(t);
+    const front = await motoFront(moto);
+    t.after(() => front.close());
+    const uploads = await moto.bucket('guarded', { notify: true });
+    // GetObject only: its tags may still be read and written.
+    front.deny(
+      (method, path, query) =>
+        method === 'GET' &&
+        path.startsWith(`/${uploads.name}/private/`) &&
+        !query.includes('tagging'),
+    );
+    await new BucketSourceService(svc.store).add({
+      name: 'guarded',
+      keyId: svc.keyId,
+      bucket: uploads.name,
+      endpoint: front.endpoint,
+      credentials: 'env:MOTO',
+      queueUrl: uploads.queueUrl?.replace(moto.endpoint, front.endpoint),
+    });
+    await moto.put(uploads.name, 'private/payroll.csv', 'name,salary\n');
+    const tags = await until('the unreadable object tagged', async () => {
+      const found = await moto.tags(uploads.name, 'private/payroll.csv');
+      return found?.AssayScanStatus === undefined ? null : found;
+    });
+    assert.equal(tags.AssayScanStatus, 'ACCESS_DENIED');
+    assert.ok(front.denied() >= 1);
+    const source = await svc.store.bucketSources.findByName('guarded');
+    const row = await svc.store.bucketObjects.find(source?.id ?? '', 'private/payroll.csv');
+    const result = await svc.store.files.findForAccount(svc.accountId, row?.resultId ?? '');
+    assert.equal(result?.findings, null, 'no verdict');
+    assert.match(
+      result?.error ?? '',
+      /^ACCESS_DENIED: the object may not be read \(reading private\/payroll\.csv: AccessDenied \(HTTP 403\)\)$/,
+    );
+  });
+
+  test('S3 and SQS unreachable for 30 s: the work waits without using attempts, and nothing is lost', async (t) => {
+    const svc = await watched(t, { ASSAY_ENGINE_RETRY_MS: '500' });
+    const front = await motoFront(moto);
+    t.after(() => front.close());
+    const uploads = await moto.bucket('flaky', { notify: true });
+    const { webhookToken } = await new BucketSourceService(svc.store).add({
+      name: 'flaky',
+      keyId: svc.keyId,
+      bucket: uploads.name,
+      endpoint: front.endpoint,
+      credentials: 'env:MOTO',
+      queueUrl: uploads.queueUrl?.replace(moto.endpoint, front.endpoint),
+      webhook: true,
+    });
+    front.cut();
+    const started = Date.now();
+    // One object announced on the queue, one by the webhook, while the bucket cannot be reached.
+    await moto.put(uploads.name, 'queued.txt', 'Announced on the queue.');
+    const etag = await moto.put(uploads.name, 'hooked.txt', 'Announced by the webhook.');
+    const accepted = await fetch(`${svc.url}/bucket-events/flaky`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${webhookToken}` },
+      body: minioEvent(uploads.name, 'hooked.txt', etag),
+    });
+    assert.deepEqual(await accepted.json(), { queued: 1, 'in-flight': 0, known: 0, outside: 0 });
+    const source = await svc.store.bucketSources.findByName('flaky');
+    const jobId = (await svc.store.bucketObjects.find(source?.id ?? '', 'hooked.txt'))?.jobId ?? '';
+    await sleep(30_000 - (Date.now() - started));
+    assert.equal((await moto.tags(uploads.name, 'hooked.txt'))?.AssayScanStatus, undefined);
+    const waiting = await traceOf(svc.url, svc.auth, jobId);
+    assert.ok(
+      waiting.some((line) =>
+        /bucket of flaky is not answering.*without using an attempt/.test(line),
+      ),
+      waiting.join('\n'),
+    );
+    front.restore();
+    for (const key of ['queued.txt', 'hooked.txt']) {
+      const tags = await until(`${key} tagged after the outage`, async () => {
+        const found = await moto.tags(uploads.name, key);
+        return found?.AssayScanStatus === undefined ? null : found;
+      });
+      assert.equal(tags.AssayScanStatus, 'NO_THREATS_FOUND', key);
+    }
+    const trace = await traceOf(svc.url, svc.auth, jobId);
+    assert.equal(
+      trace.some((line) => /attempt \d+ of \d+ failed/.test(line)),
+      false,
+      trace.join('\n'),
+    );
   });
 });

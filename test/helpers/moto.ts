@@ -6,7 +6,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateBucketCommand,
@@ -138,6 +139,84 @@ export async function startMoto(): Promise<Moto> {
       await new Promise((resolve) =>
         child.exitCode !== null ? resolve(null) : child.once('exit', resolve),
       );
+    },
+  };
+}
+
+/** moto behind an HTTP relay a test can make refuse requests or go away, as a real S3 may. */
+export interface MotoFront {
+  /** `http://127.0.0.1:<port>`: the relay (S3 and SQS alike). */
+  endpoint: string;
+  /** From now on, requests `matching` (method, and URL path decoded) get S3's 403 AccessDenied. */
+  deny(matching: (method: string, path: string, query: string) => boolean): void;
+  /** Requests answered so far with AccessDenied. */
+  denied(): number;
+  /** Drops every connection and refuses new ones, as a server gone away. */
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+export async function motoFront(moto: Moto): Promise<MotoFront> {
+  const target = new URL(moto.endpoint);
+  const denials: Array<(method: string, path: string, query: string) => boolean> = [];
+  let deniedCount = 0;
+  let down = false;
+  const sockets = new Set<Socket>();
+  const server = createHttpServer((request, response) => {
+    const [rawPath = '', query = ''] = (request.url ?? '').split('?');
+    const path = decodeURIComponent(rawPath);
+    if (denials.some((denied) => denied(request.method ?? '', path, query))) {
+      deniedCount++;
+      request.resume();
+      response.writeHead(403, { 'content-type': 'application/xml' });
+      response.end(
+        '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+      );
+      return;
+    }
+    const forwarded = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: request.method,
+        path: request.url,
+        headers: request.headers,
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  });
+  server.on('connection', (socket) => {
+    if (down) {
+      socket.destroy();
+      return;
+    }
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    deny(matching) {
+      denials.push(matching);
+    },
+    denied: () => deniedCount,
+    cut() {
+      down = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      down = false;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
     },
   };
 }
