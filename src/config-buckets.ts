@@ -17,5 +17,6 @@ export function bucketSettings(env: Env): BucketSettings {
   return {
     tagNames: { ...DEFAULT_TAG_NAMES, status },
     queueWaitSeconds: integer(env, 'ASSAY_BUCKET_QUEUE_WAIT', 1, 20),
+    backlog: integer(env, 'ASSAY_BUCKET_BACKLOG', 1, 10_000),
   };
 }

@@ -133,7 +133,7 @@ export async function startService(
   let heartbeat: NodeHeartbeat | null = null;
   const buckets = new BucketFrontDoor(
     store,
-    config.buckets,
+    { ...config.buckets, leaseMs: config.jobLeaseMs },
     logger.child({ component: 'buckets' }),
     {
       verdictsIntervalMs: testHooks.bucketVerdictsIntervalMs,

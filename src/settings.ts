@@ -269,6 +269,10 @@ export const SETTINGS = {
     default: 'AssayScanStatus',
     doc: "The object tag a watched bucket's verdict is written to (NO_THREATS_FOUND, THREATS_FOUND, UNSUPPORTED, ACCESS_DENIED, FAILED), beside AssayScanTime and AssayScanFindings; `GuardDutyMalwareScanStatus` keeps bucket policies written for GuardDuty. See docs/BUCKETS.md.",
   },
+  ASSAY_BUCKET_BACKLOG: {
+    default: '64',
+    doc: "Scans a watched bucket's listing or rescan keeps queued at most (1-10000): a bulk import waits its turn instead of filling the queue.",
+  },
   ASSAY_BUCKET_QUEUE_WAIT: {
     default: '20',
     doc: 'Seconds an SQS receive of a watched bucket waits for messages (long polling, 1-20).',

@@ -5,6 +5,7 @@ import { ServiceTag } from '../processing/service-tag.js';
 import type { Store } from '../store/store.js';
 import { BucketClients } from './bucket-clients.js';
 import { BucketIntake, type SourcePrincipals } from './bucket-intake.js';
+import { BucketListings } from './bucket-listings.js';
 import { BucketObjectReader } from './bucket-object-reader.js';
 import { BucketQueues } from './bucket-queues.js';
 import { BucketVerdicts } from './bucket-verdicts.js';
@@ -16,6 +17,14 @@ export interface BucketSettings {
   tagNames: VerdictTagNames;
   /** Seconds an SQS receive waits (long polling). */
   queueWaitSeconds: number;
+  /** Scans a listing or a rescan keeps queued per source at most. */
+  backlog: number;
+}
+
+/** The settings watched buckets share with the job runner. */
+export interface BucketJobSettings {
+  /** ASSAY_JOB_LEASE: listings and write-backs are leased like jobs. */
+  leaseMs: number;
 }
 
 /** What watched buckets need from the rest of the service, once its intake exists. */
@@ -44,10 +53,11 @@ export class BucketFrontDoor {
   private intake: BucketIntake | null = null;
   private verdicts: BucketVerdicts | null = null;
   private queues: BucketQueues | null = null;
+  private listings: BucketListings | null = null;
 
   constructor(
     private readonly store: Store,
-    private readonly settings: BucketSettings,
+    private readonly settings: BucketSettings & BucketJobSettings,
     private readonly logger: Logger,
     private readonly hooks: BucketTestHooks = {},
   ) {
@@ -77,6 +87,7 @@ export class BucketFrontDoor {
       this.settings.tagNames,
       metrics,
       this.logger,
+      this.settings.leaseMs,
       this.hooks.verdictsIntervalMs,
     );
     this.queues = new BucketQueues(
@@ -86,16 +97,30 @@ export class BucketFrontDoor {
       metrics,
       this.logger,
     );
+    this.listings = new BucketListings(
+      this.store,
+      this.clients,
+      this.intake,
+      {
+        backlog: this.settings.backlog,
+        pageSize: Math.min(1000, this.settings.backlog),
+        leaseMs: this.settings.leaseMs,
+      },
+      metrics,
+      this.logger,
+    );
     return new BucketWebhooks(this.clients, this.intake);
   }
 
-  /** The queues and the write-back of verdicts: in the processes that run jobs. */
+  /** The queues, listings and the write-back of verdicts: in the processes that run jobs. */
   async start(): Promise<void> {
     await this.verdicts?.start();
     await this.queues?.start();
+    await this.listings?.start();
   }
 
   async stop(): Promise<void> {
+    await this.listings?.stop();
     await this.queues?.stop();
     await this.verdicts?.stop();
     this.clients.close();

@@ -138,6 +138,12 @@ export class BucketSourceService {
     );
   }
 
+  /** One source with its objects by status. */
+  async status(name: string): Promise<{ source: BucketSource; objects: Record<string, number> }> {
+    const source = await this.named(name);
+    return { source, objects: await this.store.bucketObjects.countsByStatus(source.id) };
+  }
+
   /** A full listing of the source from its first key (a running one starts over). */
   async requestListing(name: string): Promise<BucketSource> {
     const source = await this.named(name);

@@ -11,8 +11,6 @@ import { mergeVerdictTags, type ScanStatus, type VerdictTagNames } from './verdi
 
 /** How often finished scans and due write-backs are looked for. */
 export const BUCKET_VERDICTS_INTERVAL_MS = 1_000;
-/** A write-back taken by a process is its own this long (then due again, if that process died). */
-const WRITE_LEASE_MS = 60_000;
 /** The longest wait before a failed write-back is tried again. */
 const MAX_WRITE_RETRY_MS = 5 * 60_000;
 /** A row whose job is neither queued nor recorded this long after its announcement is an orphan. */
@@ -47,6 +45,8 @@ export class BucketVerdicts extends PeriodicTask {
     private readonly tagNames: VerdictTagNames,
     private readonly events: BucketVerdictEvents,
     private readonly log: Logger,
+    /** A write-back taken by a process is its own this long (ASSAY_JOB_LEASE), then due again. */
+    private readonly leaseMs: number,
     intervalMs = BUCKET_VERDICTS_INTERVAL_MS,
   ) {
     super(() => this.writeBackRound(), intervalMs, log, 'writing back bucket verdicts');
@@ -75,7 +75,7 @@ export class BucketVerdicts extends PeriodicTask {
   }
 
   private async writeDue(): Promise<void> {
-    const due = await this.store.bucketObjects.takeDueWrites(Date.now(), WRITE_LEASE_MS, BATCH);
+    const due = await this.store.bucketObjects.takeDueWrites(Date.now(), this.leaseMs, BATCH);
     for (const object of due) {
       const source = await this.store.bucketSources.find(object.sourceId);
       if (source === null) {

@@ -7,6 +7,7 @@ import {
 } from '../buckets/bucket-source-service.js';
 import type { BucketSource } from '../domain/records.js';
 import { print, withStore } from './admin-support.js';
+import { ProgressLine } from './progress.js';
 
 /** Seconds, up to 10 years. */
 function seconds(value: string): number {
@@ -178,6 +179,20 @@ export function registerBucketCommands(admin: Command): void {
     });
 
   bucket
+    .command('scan <name>')
+    .description(
+      'list the whole bucket (prefix) and scan every object not scanned yet, in the processes that run jobs; resumes after a crash',
+    )
+    .option('--wait', 'show progress until the listing ends and its objects are scanned')
+    .action(async (name: string, options) => {
+      await withSources(async (sources) => {
+        await sources.requestListing(name);
+        console.log(`${name}: a full listing is requested`);
+        if (options.wait === true) await followListing(sources, name);
+      });
+    });
+
+  bucket
     .command('remove <name>')
     .description('stop watching a bucket (its objects and their tags stay, and so do its results)')
     .action(async (name: string) => {
@@ -186,4 +201,28 @@ export function registerBucketCommands(admin: Command): void {
         console.log(`${name} is no longer watched`);
       });
     });
+}
+
+/** Progress of a source's listing and its scans, every second, until both are done. */
+async function followListing(sources: BucketSourceService, name: string): Promise<void> {
+  const progress = new ProgressLine();
+  for (;;) {
+    const { source, objects } = await sources.status(name);
+    const scanning = objects.scanning ?? 0;
+    const listed = source.listing.count;
+    progress.update(
+      `${name}: ${source.listing.state === 'idle' ? 'listed' : 'listing'}, scanned`,
+      Math.max(0, listed - scanning),
+      listed,
+    );
+    if (source.listing.state === 'idle' && scanning === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  progress.done();
+  const { objects } = await sources.status(name);
+  console.log(
+    Object.entries(objects)
+      .map(([status, count]) => `${status} ${count}`)
+      .join(', '),
+  );
 }

@@ -19,8 +19,14 @@ export class BucketMetrics {
   private readonly writeFailures: Counter<'source' | 'reason'>;
   private readonly messages: Counter<'source' | 'outcome'>;
   private readonly receiveFailures: Counter<'source'>;
+  private readonly listedObjects: Counter<'source'>;
 
   constructor(metrics: MetricsRegistry) {
+    this.listedObjects = metrics.counter({
+      name: 'assay_bucket_listed_objects_total',
+      help: 'Objects seen by the full listings of watched buckets (assay admin bucket scan), by source.',
+      labelNames: ['source'],
+    });
     this.announced = metrics.counter({
       name: 'assay_bucket_objects_announced_total',
       help: 'Objects of watched buckets announced, by source, origin (event, listing, rescan) and outcome (queued, in-flight, known, outside).',
@@ -83,5 +89,9 @@ export class BucketMetrics {
 
   receiveFailed(source: Named): void {
     this.receiveFailures.inc({ source: source.name });
+  }
+
+  listed(source: Named, objects: number): void {
+    this.listedObjects.inc({ source: source.name }, objects);
   }
 }

@@ -98,6 +98,17 @@ export class BucketObjectRepository {
     return Number(row.count);
   }
 
+  /** Verdicts of `sourceId` still to be written back. */
+  async writesDue(sourceId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('bucket_objects')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('source_id', '=', sourceId)
+      .where('write_due', 'is not', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
   /** Scans whose job has recorded its result, oldest first. */
   async finishedScans(limit: number): Promise<FinishedScan[]> {
     const rows = await this.db

@@ -197,7 +197,7 @@ export class BucketSourceRepository {
    */
   async checkpointListing(
     id: string,
-    after: string,
+    after: string | null,
     listed: number,
     nowMs: number,
     leaseMs: number,
@@ -209,6 +209,17 @@ export class BucketSourceRepository {
         list_count: eb('list_count', '+', listed),
         list_lease_until: nowMs + leaseMs,
       }))
+      .where('id', '=', id)
+      .where('listing', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Extends a running listing's lease (it waits for its backlog); false when it was lost. */
+  async extendListing(id: string, nowMs: number, leaseMs: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('bucket_sources')
+      .set({ list_lease_until: nowMs + leaseMs })
       .where('id', '=', id)
       .where('listing', '=', 'running')
       .executeTakeFirst();
