@@ -18,5 +18,7 @@ export function bucketSettings(env: Env): BucketSettings {
     tagNames: { ...DEFAULT_TAG_NAMES, status },
     queueWaitSeconds: integer(env, 'ASSAY_BUCKET_QUEUE_WAIT', 1, 20),
     backlog: integer(env, 'ASSAY_BUCKET_BACKLOG', 1, 10_000),
+    rescanWindowSeconds: integer(env, 'ASSAY_BUCKET_RESCAN_WINDOW', 0, 10 * 365 * 86_400),
+    rescanRate: integer(env, 'ASSAY_BUCKET_RESCAN_RATE', 1, 10_000),
   };
 }

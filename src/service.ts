@@ -76,6 +76,8 @@ export interface ServiceTestHooks {
   resultRetentionIntervalMs?: number;
   /** How often watched buckets' verdicts are written back (every second by default). */
   bucketVerdictsIntervalMs?: number;
+  /** How often watched buckets' clean objects are checked for rescans (every 10 s by default). */
+  bucketRescansIntervalMs?: number;
 }
 
 /**
@@ -137,6 +139,7 @@ export async function startService(
     logger.child({ component: 'buckets' }),
     {
       verdictsIntervalMs: testHooks.bucketVerdictsIntervalMs,
+      rescansIntervalMs: testHooks.bucketRescansIntervalMs,
     },
   );
   // Each part is released even when another fails (a process must not hang at exit on an open

@@ -273,6 +273,14 @@ export const SETTINGS = {
     default: '64',
     doc: "Scans a watched bucket's listing or rescan keeps queued at most (1-10000): a bulk import waits its turn instead of filling the queue.",
   },
+  ASSAY_BUCKET_RESCAN_WINDOW: {
+    default: '2592000',
+    doc: "Seconds: a watched object's clean verdict younger than this is scanned again when the signatures change (30 days by default; a source's --rescan-window first); 0: never.",
+  },
+  ASSAY_BUCKET_RESCAN_RATE: {
+    default: '20',
+    doc: "Objects per second a watched bucket's rescan announces at most (1-10000), per source and process that runs jobs.",
+  },
   ASSAY_BUCKET_QUEUE_WAIT: {
     default: '20',
     doc: 'Seconds an SQS receive of a watched bucket waits for messages (long polling, 1-20).',

@@ -8,6 +8,7 @@ import { BucketIntake, type SourcePrincipals } from './bucket-intake.js';
 import { BucketListings } from './bucket-listings.js';
 import { BucketObjectReader } from './bucket-object-reader.js';
 import { BucketQueues } from './bucket-queues.js';
+import { BucketRescans } from './bucket-rescans.js';
 import { BucketVerdicts } from './bucket-verdicts.js';
 import { BucketWebhooks } from './bucket-webhooks.js';
 import type { VerdictTagNames } from './verdict-tags.js';
@@ -19,6 +20,10 @@ export interface BucketSettings {
   queueWaitSeconds: number;
   /** Scans a listing or a rescan keeps queued per source at most. */
   backlog: number;
+  /** Clean verdicts younger than this are scanned again when the signatures change; 0: never. */
+  rescanWindowSeconds: number;
+  /** Objects per second a source's rescan announces at most. */
+  rescanRate: number;
 }
 
 /** The settings watched buckets share with the job runner. */
@@ -39,6 +44,8 @@ export interface BucketDependencies {
 /** Test hooks: how often verdicts are collected and written back. */
 export interface BucketTestHooks {
   verdictsIntervalMs?: number;
+  /** How often the signature set is compared for rescans. */
+  rescansIntervalMs?: number;
 }
 
 /**
@@ -54,6 +61,7 @@ export class BucketFrontDoor {
   private verdicts: BucketVerdicts | null = null;
   private queues: BucketQueues | null = null;
   private listings: BucketListings | null = null;
+  private rescans: BucketRescans | null = null;
 
   constructor(
     private readonly store: Store,
@@ -109,17 +117,32 @@ export class BucketFrontDoor {
       metrics,
       this.logger,
     );
+    this.rescans = new BucketRescans(
+      this.store,
+      this.intake,
+      () => tag.signatureSet(),
+      {
+        windowSeconds: this.settings.rescanWindowSeconds,
+        ratePerSecond: this.settings.rescanRate,
+        backlog: this.settings.backlog,
+      },
+      metrics,
+      this.logger,
+      this.hooks.rescansIntervalMs,
+    );
     return new BucketWebhooks(this.clients, this.intake);
   }
 
-  /** The queues, listings and the write-back of verdicts: in the processes that run jobs. */
+  /** The queues, listings, rescans and the write-back of verdicts: in the processes that run jobs. */
   async start(): Promise<void> {
     await this.verdicts?.start();
     await this.queues?.start();
     await this.listings?.start();
+    await this.rescans?.start();
   }
 
   async stop(): Promise<void> {
+    await this.rescans?.stop();
     await this.listings?.stop();
     await this.queues?.stop();
     await this.verdicts?.stop();

@@ -19,8 +19,8 @@ const BATCH = 100;
 
 /** What the verdicts do, for the metrics. */
 export interface BucketVerdictEvents {
-  /** A verdict written back: `previous` is the object's status before it (null: first scan). */
-  verdictWritten(source: BucketSource, status: ScanStatus, previous: string | null): void;
+  /** An object's scan ended: `previous` is its status before (null: its first scan). */
+  verdictGiven(source: BucketSource, status: ScanStatus, previous: string | null): void;
   /** A threat moved to the quarantine or deleted. */
   threatHandled(source: BucketSource, action: 'quarantine' | 'delete'): void;
   /** A write-back that failed and waits (the bucket not answering) or was given up. */
@@ -36,8 +36,6 @@ export interface BucketVerdictEvents {
  * bytes are scanned. Rows whose job never came (the process died in between) are announced again.
  */
 export class BucketVerdicts extends PeriodicTask {
-  private readonly previous = new Map<string, string | null>();
-
   constructor(
     private readonly store: Store,
     private readonly clients: BucketClients,
@@ -60,6 +58,7 @@ export class BucketVerdicts extends PeriodicTask {
 
   /** Finished scans become their object's verdict, due to be written back now. */
   private async collect(): Promise<void> {
+    const sources = new Map<string, BucketSource | null>();
     for (const scan of await this.store.bucketObjects.finishedScans(BATCH)) {
       const { object } = scan;
       if (object.jobId === null) continue;
@@ -70,7 +69,12 @@ export class BucketVerdicts extends PeriodicTask {
         { status, scannedAt: scan.creationDate },
         Date.now(),
       );
-      if (recorded) this.previous.set(`${object.sourceId}\n${object.key}`, object.status);
+      if (!recorded) continue;
+      if (!sources.has(object.sourceId)) {
+        sources.set(object.sourceId, await this.store.bucketSources.find(object.sourceId));
+      }
+      const source = sources.get(object.sourceId);
+      if (source) this.events.verdictGiven(source, status, object.status);
     }
   }
 
@@ -134,9 +138,6 @@ export class BucketVerdicts extends PeriodicTask {
     } else {
       await client.putTags(version, tags);
     }
-    const key = `${object.sourceId}\n${object.key}`;
-    this.events.verdictWritten(source, status, this.previous.get(key) ?? null);
-    this.previous.delete(key);
     if (status !== 'THREATS_FOUND' || source.onThreat === 'tag') return;
     if (source.onThreat === 'quarantine' && source.quarantine !== null) {
       const [bucket = '', ...prefix] = source.quarantine.split('/');

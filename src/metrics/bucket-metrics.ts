@@ -1,4 +1,4 @@
-import type { Counter } from 'prom-client';
+import type { Counter, Gauge } from 'prom-client';
 import type { MetricsRegistry } from './registry.js';
 
 /** A watched bucket as the metrics name it: its source's name (the operator's, so bounded). */
@@ -20,8 +20,14 @@ export class BucketMetrics {
   private readonly messages: Counter<'source' | 'outcome'>;
   private readonly receiveFailures: Counter<'source'>;
   private readonly listedObjects: Counter<'source'>;
+  private readonly rescansDue: Gauge<'source'>;
 
   constructor(metrics: MetricsRegistry) {
+    this.rescansDue = metrics.gauge({
+      name: 'assay_bucket_rescan_due_objects',
+      help: 'Clean objects of a watched bucket still to be scanned again since the signatures changed (within its window), by source: over ASSAY_BUCKET_RESCAN_RATE, how long its rescan takes.',
+      labelNames: ['source'],
+    });
     this.listedObjects = metrics.counter({
       name: 'assay_bucket_listed_objects_total',
       help: 'Objects seen by the full listings of watched buckets (assay admin bucket scan), by source.',
@@ -34,7 +40,7 @@ export class BucketMetrics {
     });
     this.verdicts = metrics.counter({
       name: 'assay_bucket_verdicts_total',
-      help: 'Verdicts written back to objects of watched buckets, by source and status.',
+      help: 'Scans of objects of watched buckets that ended, by source and the status written back.',
       labelNames: ['source', 'status'],
     });
     this.newlyFlagged = metrics.counter({
@@ -68,7 +74,7 @@ export class BucketMetrics {
     this.announced.inc({ source: source.name, origin, outcome });
   }
 
-  verdictWritten(source: Named, status: string, previous: string | null): void {
+  verdictGiven(source: Named, status: string, previous: string | null): void {
     this.verdicts.inc({ source: source.name, status });
     if (previous === 'NO_THREATS_FOUND' && status === 'THREATS_FOUND') {
       this.newlyFlagged.inc({ source: source.name });
@@ -93,5 +99,9 @@ export class BucketMetrics {
 
   listed(source: Named, objects: number): void {
     this.listedObjects.inc({ source: source.name }, objects);
+  }
+
+  rescanDue(source: Named, objects: number): void {
+    this.rescansDue.set({ source: source.name }, objects);
   }
 }

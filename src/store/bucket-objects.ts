@@ -268,6 +268,20 @@ export class BucketObjectRepository {
     return rows.map(toObject);
   }
 
+  /** How many objects `rescanCandidates` would give without a limit: how long a rescan takes. */
+  async rescansDue(sourceId: string, signatures: string, since: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('bucket_objects')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('source_id', '=', sourceId)
+      .where('status', '=', 'NO_THREATS_FOUND')
+      .where('scanned_at', '>=', since)
+      .where('job_id', 'is', null)
+      .where((eb) => eb.or([eb('signatures', 'is', null), eb('signatures', '!=', signatures)]))
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
   /** Objects of a source by status ('scanning' for those in flight), for the CLI and the console. */
   async countsByStatus(sourceId: string): Promise<Record<string, number>> {
     const rows = await this.db
