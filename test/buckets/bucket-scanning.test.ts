@@ -3,6 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  GetObjectTaggingCommand,
+  PutBucketVersioningCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { BucketSourceService } from '../../src/buckets/bucket-source-service.js';
 import { eicar } from '../../src/engines/test-content.js';
 import { packageRoot } from '../../src/paths.js';
@@ -239,5 +244,94 @@ describe('watched buckets: webhooks, refusals and outages', () => {
       false,
       trace.join('\n'),
     );
+  });
+});
+
+describe('watched buckets: versions', () => {
+  test('an object replaced before it was read is given its new bytes’ verdict, never the old; a version is tagged as itself; too large is UNSUPPORTED', async (t) => {
+    const svc = await watched(t, { ASSAY_MAX_FILE_SIZE: '4096' });
+    const plain = await moto.bucket('replaced');
+    const versioned = await moto.bucket('versioned');
+    await moto.s3.send(
+      new PutBucketVersioningCommand({
+        Bucket: versioned.name,
+        VersioningConfiguration: { Status: 'Enabled' },
+      }),
+    );
+    const sources = new BucketSourceService(svc.store);
+    const hooks: Record<string, string> = {};
+    for (const bucket of [plain.name, versioned.name]) {
+      const name = bucket.startsWith('replaced') ? 'replaced' : 'versioned';
+      const { webhookToken } = await sources.add({
+        name,
+        keyId: svc.keyId,
+        bucket,
+        endpoint: moto.endpoint,
+        credentials: 'env:MOTO',
+        webhook: true,
+      });
+      hooks[name] = webhookToken ?? '';
+    }
+    const announce = async (name: string, record: Record<string, unknown>) => {
+      const answer = await fetch(`${svc.url}/bucket-events/${name}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${hooks[name]}` },
+        body: JSON.stringify({
+          Records: [
+            {
+              eventName: 'ObjectCreated:Put',
+              s3: { bucket: { name: record.bucket }, object: record },
+            },
+          ],
+        }),
+      });
+      assert.equal(answer.status, 200, await answer.clone().text());
+    };
+    const settled = (bucket: string, key: string, versionId?: string) =>
+      until(`${key} tagged`, async () => {
+        const { TagSet } = await moto.s3.send(
+          new GetObjectTaggingCommand({ Bucket: bucket, Key: key, VersionId: versionId }),
+        );
+        const tags = Object.fromEntries((TagSet ?? []).map((tag) => [tag.Key, tag.Value]));
+        return tags.AssayScanStatus === undefined ? null : tags;
+      });
+
+    // Without versions: EICAR replaced by clean content before Assay read it, announced late.
+    const oldEtag = await moto.put(plain.name, 'swap.bin', eicar());
+    await moto.put(plain.name, 'swap.bin', 'Clean content now.');
+    await announce('replaced', { bucket: plain.name, key: 'swap.bin', eTag: oldEtag });
+    assert.equal((await settled(plain.name, 'swap.bin')).AssayScanStatus, 'NO_THREATS_FOUND');
+
+    // With versions: the version announced is the one read and tagged, whatever came after.
+    const first = await moto.s3.send(
+      new PutObjectCommand({ Bucket: versioned.name, Key: 'doc.bin', Body: eicar() }),
+    );
+    const second = await moto.s3.send(
+      new PutObjectCommand({
+        Bucket: versioned.name,
+        Key: 'doc.bin',
+        Body: 'A later, clean version.',
+      }),
+    );
+    await announce('versioned', {
+      bucket: versioned.name,
+      key: 'doc.bin',
+      versionId: first.VersionId,
+    });
+    const tagged = await settled(versioned.name, 'doc.bin', first.VersionId);
+    assert.equal(tagged.AssayScanStatus, 'THREATS_FOUND');
+    const latest = await moto.s3.send(
+      new GetObjectTaggingCommand({
+        Bucket: versioned.name,
+        Key: 'doc.bin',
+        VersionId: second.VersionId,
+      }),
+    );
+    assert.deepEqual(latest.TagSet, [], 'the later version is not given the first one’s verdict');
+
+    // Over ASSAY_MAX_FILE_SIZE: not scanned, and said so.
+    await moto.put(plain.name, 'big.bin', Buffer.alloc(8192, 7));
+    await announce('replaced', { bucket: plain.name, key: 'big.bin', size: 8192 });
+    assert.equal((await settled(plain.name, 'big.bin')).AssayScanStatus, 'UNSUPPORTED');
   });
 });
