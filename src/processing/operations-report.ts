@@ -1,4 +1,5 @@
 import type { CallbackFailure, NodeHeartbeat, ResultError } from '../domain/operations.js';
+import type { BucketSource } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { HEARTBEAT_KEEP_MS } from './node-heartbeat.js';
 
@@ -7,6 +8,14 @@ export const NODE_STALE_MS = 60_000;
 /** The most nodes, result errors and callback failures a report lists. */
 const MOST_NODES = 100;
 const MOST_ERRORS = 20;
+/** The most watched buckets a report shows. */
+const MOST_SOURCES = 50;
+
+/** A watched bucket with its objects by status ('scanning' for those in flight). */
+export interface WatchedBucket {
+  source: BucketSource;
+  objects: Record<string, number>;
+}
 
 export interface NodeStatus extends NodeHeartbeat {
   /** Not seen for NODE_STALE_MS: stopped without saying so, or unable to reach the store. */
@@ -34,6 +43,9 @@ export interface OperationsSnapshot {
   callbacks: { pending: number; oldestDueSeconds: number };
   resultErrors: ResultError[];
   callbackFailures: CallbackFailure[];
+  /** Watched buckets (the first MOST_SOURCES by name), and whether there are more. */
+  buckets: WatchedBucket[];
+  moreBuckets: boolean;
 }
 
 function secondsSince(now: number, date: string | null): number {
@@ -65,14 +77,22 @@ export class OperationsReport {
   async snapshot(): Promise<OperationsSnapshot> {
     const now = this.clock();
     const nowDate = new Date(now).toISOString();
-    const [heartbeats, due, running, pending, resultErrors, callbackFailures] = await Promise.all([
-      this.store.nodeHeartbeats.seenSince(now - HEARTBEAT_KEEP_MS, MOST_NODES),
-      this.store.jobs.dueSummary(nowDate),
-      this.store.jobs.inFlight(nowDate),
-      this.store.callbackReports.pendingSummary(),
-      this.store.files.recentErrors(MOST_ERRORS),
-      this.store.callbackReports.recentFailures(MOST_ERRORS),
-    ]);
+    const [heartbeats, due, running, pending, resultErrors, callbackFailures, sources] =
+      await Promise.all([
+        this.store.nodeHeartbeats.seenSince(now - HEARTBEAT_KEEP_MS, MOST_NODES),
+        this.store.jobs.dueSummary(nowDate),
+        this.store.jobs.inFlight(nowDate),
+        this.store.callbackReports.pendingSummary(),
+        this.store.files.recentErrors(MOST_ERRORS),
+        this.store.callbackReports.recentFailures(MOST_ERRORS),
+        this.store.bucketSources.list(),
+      ]);
+    const buckets = await Promise.all(
+      sources.slice(0, MOST_SOURCES).map(async (source) => ({
+        source,
+        objects: await this.store.bucketObjects.countsByStatus(source.id),
+      })),
+    );
     const isStale = (node: NodeHeartbeat) => now - node.lastSeenAt > NODE_STALE_MS;
     const loaded = heartbeats
       .filter((node) => !isStale(node))
@@ -95,6 +115,8 @@ export class OperationsReport {
       callbacks: { pending: pending.count, oldestDueSeconds: secondsSince(now, pending.oldestDue) },
       resultErrors,
       callbackFailures,
+      buckets,
+      moreBuckets: sources.length > MOST_SOURCES,
     };
   }
 }

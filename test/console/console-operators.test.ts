@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { AccountService } from '../../src/accounts/account-service.js';
+import { BucketSourceService } from '../../src/buckets/bucket-source-service.js';
 import { NodeHeartbeat } from '../../src/processing/node-heartbeat.js';
 import { assayCli, startServe } from '../helpers/cli.js';
 import { waitUntil } from '../helpers/client.js';
@@ -302,6 +303,33 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
       finishedDate: new Date().toISOString(),
     });
 
+    // A watched bucket, fed by a webhook, with one object scanned clean.
+    const { source } = await new BucketSourceService(svc.store).add({
+      name: 'uploads',
+      keyId: svc.keyId,
+      bucket: 'user-uploads',
+      prefix: 'incoming/',
+      webhook: true,
+    });
+    await svc.store.bucketObjects.startScan(
+      {
+        sourceId: source.id,
+        key: 'incoming/a.txt',
+        etag: 'e1',
+        versionId: null,
+        size: 1,
+        signatures: null,
+      },
+      'f'.repeat(32),
+      new Date().toISOString(),
+    );
+    await svc.store.bucketObjects.recordVerdict(
+      { sourceId: source.id, key: 'incoming/a.txt' },
+      'f'.repeat(32),
+      { status: 'NO_THREATS_FOUND', scannedAt: new Date().toISOString() },
+      Date.now(),
+    );
+
     const answer = await operator.get('/console/operations');
     assert.equal(answer.status, 200);
     const page = await answer.text();
@@ -327,6 +355,10 @@ describe(`the console's operator pages (${TEST_STORE})`, () => {
     assert.doesNotMatch(page, /<script>alert/);
     assert.match(text, /connect ECONNREFUSED/);
     assert.match(text, /given up 5 attempts connect ECONNREFUSED/);
+    assert.match(
+      text,
+      /Watched buckets .*uploads s3:\/\/user-uploads\/incoming\/ on threat: tag webhook idle 0 objects NO_THREATS_FOUND 1/,
+    );
 
     // A heartbeat removes rows not seen for a day, and one that stops removes its own.
     const heartbeat = new NodeHeartbeat(

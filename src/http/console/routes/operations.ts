@@ -5,6 +5,7 @@ import {
   NODE_STALE_MS,
   type NodeStatus,
   type OperationsSnapshot,
+  type WatchedBucket,
 } from '../../../processing/operations-report.js';
 import { duration, ERROR_CHARACTERS, shortened, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
@@ -75,6 +76,28 @@ function callbackFailureCells(failure: CallbackFailure): SafeHtml[] {
   ];
 }
 
+const BUCKET_COLUMNS = [
+  { title: 'Source', wrap: true },
+  { title: 'Events' },
+  { title: 'Listing' },
+  { title: 'Objects', wrap: true },
+];
+
+function bucketCells({ source, objects }: WatchedBucket): SafeHtml[] {
+  const feeds = [
+    ...(source.queueUrl === null ? [] : ['SQS']),
+    ...(source.webhookTokenHash === null ? [] : ['webhook']),
+  ];
+  const counts = Object.entries(objects).map(([status, count]) => `${status} ${count}`);
+  const { listing } = source;
+  return [
+    html`<strong>${source.name}</strong><br><span class="mono small">s3://${source.bucket}/${source.prefix}</span>${source.endpoint === '' ? '' : html`<br><span class="small">at ${source.endpoint}</span>`}<br><span class="small">on threat: ${source.onThreat}${source.quarantine === null ? '' : ` to ${source.quarantine}`}</span>`,
+    html`${feeds.length === 0 ? html`<span class="muted">listing only</span>` : feeds.join(', ')}`,
+    html`${listing.state}<br><span class="small">${listing.count} objects${listing.finished === null ? '' : html`, finished ${utc(listing.finished)}`}</span>`,
+    html`${counts.length === 0 ? html`<span class="muted">none yet</span>` : counts.join(', ')}`,
+  ];
+}
+
 function operationsBody(report: OperationsSnapshot): SafeHtml {
   const live = report.nodes.filter((node) => !node.stale);
   const stale = report.nodes.length - live.length;
@@ -99,6 +122,13 @@ ${
       )
 }
 <p class="muted">Each process writes a heartbeat every ${HEARTBEAT_INTERVAL_MS / 1000} s; one not seen for ${NODE_STALE_MS / 1000} s is stale (stopped without saying so, or cut off from the database).</p>
+<h2>Watched buckets</h2>
+${
+  report.buckets.length === 0
+    ? html`<p class="muted">No bucket is watched (<span class="mono">assay admin bucket add</span>).</p>`
+    : stackedTable('Watched buckets', BUCKET_COLUMNS, report.buckets.map(bucketCells))
+}
+${report.moreBuckets ? html`<p class="muted">More sources than shown: <span class="mono">assay admin bucket list</span> has them all.</p>` : ''}
 <h2>Recent result errors</h2>
 ${
   report.resultErrors.length === 0
