@@ -25,7 +25,7 @@ after(async () => {
 });
 
 describe('bucket listings', () => {
-  test(`a listing of ${OBJECTS} objects resumes after a SIGKILL midway and ends with one result and one tag per object`, async (t) => {
+  test(`a listing of ${OBJECTS} objects resumes after a SIGKILL midway (in serve --processes 2) and ends with one result and one tag per object`, async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
     const bucket = await moto.bucket('bulk');
@@ -78,7 +78,8 @@ describe('bucket listings', () => {
     assert.equal(cut?.state, 'running', 'killed midway');
     assert.ok((cut?.count ?? 0) < OBJECTS, `${cut?.count} listed when it was killed`);
 
-    const second = await startServe(t, env);
+    // The second life is two processes on one port (`--processes 2`): one of them lists.
+    const second = await startServe(t, env, [], ['--processes', '2']);
     const source = await store.bucketSources.findByName('bulk');
     const sourceId = source?.id ?? '';
     const counts = await until(

@@ -32,6 +32,8 @@ const REGION = 'us-east-1';
 export interface Moto {
   /** `http://127.0.0.1:<port>` */
   endpoint: string;
+  /** The server's process (its CPU is S3's, in the benchmark). */
+  pid: number;
   s3: S3Client;
   sqs: SQSClient;
   /** A new bucket, and with `notify`, a queue its object creations are announced on. */
@@ -85,6 +87,7 @@ export async function startMoto(): Promise<Moto> {
   const sqs = new SQSClient(common);
   return {
     endpoint,
+    pid: child.pid ?? 0,
     s3,
     sqs,
     async bucket(prefix, options = {}) {
