@@ -39,7 +39,7 @@ async function watched(t: Parameters<typeof buildService>[0], env: Record<string
 }
 
 describe('watched buckets', () => {
-  test('an object put in a watched bucket is tagged within seconds; EICAR is quarantined, clean content stays, tagged clean', async (t) => {
+  test('an object put in a watched bucket is tagged within seconds; EICAR is quarantined, clean content stays, tagged clean; the same bytes elsewhere reuse the verdict', async (t) => {
     const svc = await watched(t);
     const uploads = await moto.bucket('uploads', { notify: true });
     const quarantine = await moto.bucket('quarantine');
@@ -83,6 +83,34 @@ describe('watched buckets', () => {
       bucket_etag: row?.etag,
     });
     assert.match(result?.findings?.join() ?? '', /eicar/i);
+
+    // The same bytes in another watched bucket of the same key: the verdict is reused, not scanned again.
+    const mirror = await moto.bucket('mirror', { notify: true });
+    await new BucketSourceService(svc.store).add({
+      name: 'mirror',
+      keyId: svc.keyId,
+      bucket: mirror.name,
+      endpoint: moto.endpoint,
+      credentials: 'env:MOTO',
+      queueUrl: mirror.queueUrl,
+    });
+    await moto.put(mirror.name, 'copy of report.txt', 'The annual report, in plain words.');
+    const copy = await until('the copy tagged', async () => {
+      const tags = await moto.tags(mirror.name, 'copy of report.txt');
+      return tags?.AssayScanStatus === undefined ? null : tags;
+    });
+    assert.equal(copy.AssayScanStatus, 'NO_THREATS_FOUND');
+    const mirrorSource = await svc.store.bucketSources.findByName('mirror');
+    const copyRow = await svc.store.bucketObjects.find(
+      mirrorSource?.id ?? '',
+      'copy of report.txt',
+    );
+    const original = await svc.store.bucketObjects.find(source?.id ?? '', 'docs/annual report.txt');
+    const trace = await traceOf(svc.url, svc.auth, copyRow?.resultId ?? '');
+    assert.ok(
+      trace.some((line) => line.startsWith(`verdict of item ${original?.resultId} `)),
+      trace.join('\n'),
+    );
   });
 });
 
