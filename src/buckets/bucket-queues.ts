@@ -169,9 +169,12 @@ export class BucketQueues {
     try {
       event = parseBucketEvent(message.Body ?? '');
     } catch (error) {
-      if (!(error instanceof BucketEventError)) throw error;
       this.logger.warn(
-        { source: source.name, messageId: message.MessageId, reason: error.message },
+        {
+          source: source.name,
+          messageId: message.MessageId,
+          reason: error instanceof BucketEventError ? error.message : String(error),
+        },
         'a message on the queue of a bucket source is no event; deleted',
       );
       this.events.message(source, 'malformed');

@@ -16,6 +16,8 @@ const MAX_WRITE_RETRY_MS = 5 * 60_000;
 /** A row whose job is neither queued nor recorded this long after its announcement is an orphan. */
 const ORPHAN_AFTER_MS = 60_000;
 const BATCH = 100;
+/** Write-backs under way at once in a process. */
+const WRITE_CONCURRENCY = 8;
 
 /** What the verdicts do, for the metrics. */
 export interface BucketVerdictEvents {
@@ -78,20 +80,38 @@ export class BucketVerdicts extends PeriodicTask {
     }
   }
 
+  /** The write-backs due, WRITE_CONCURRENCY at once (each is a few round trips to S3). */
   private async writeDue(): Promise<void> {
     const due = await this.store.bucketObjects.takeDueWrites(Date.now(), this.leaseMs, BATCH);
-    for (const object of due) {
+    let next = 0;
+    const writer = async () => {
+      for (let object = due[next++]; object !== undefined; object = due[next++]) {
+        await this.writeOne(object);
+      }
+    };
+    await Promise.all(Array.from({ length: WRITE_CONCURRENCY }, writer));
+  }
+
+  /** Never throws: a write-back whose outcome could not be stored is due again when its lease ends. */
+  private async writeOne(object: BucketObject): Promise<void> {
+    try {
       const source = await this.store.bucketSources.find(object.sourceId);
       if (source === null) {
         await this.store.bucketObjects.written(object);
-        continue;
+        return;
       }
       try {
         await this.writeBack(source, object);
-        await this.store.bucketObjects.written(object);
       } catch (error) {
         await this.failed(source, object, error);
+        return;
       }
+      await this.store.bucketObjects.written(object);
+    } catch (error) {
+      this.log.error(
+        { err: error, key: object.key },
+        'could not record a write-back; it is due again when its lease ends',
+      );
     }
   }
 

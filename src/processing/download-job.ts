@@ -21,7 +21,8 @@ export class DownloadJob implements JobWork {
   ) {}
 
   async run(job: Job): Promise<JobOutcome> {
-    const target = { spool: this.spool, spoolId: job.id, durable: true };
+    // A bucket's object is still in its bucket: a copy lost in a crash is read again, unsynced.
+    const target = { spool: this.spool, spoolId: job.id, durable: job.kind !== 'bucket' };
     const limits = fetchLimits(job, this.options);
     let spooled: Awaited<ReturnType<typeof downloadToSpool>>;
     if (job.kind === 'bucket') {
