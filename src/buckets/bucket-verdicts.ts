@@ -178,6 +178,19 @@ export class BucketVerdicts extends PeriodicTask {
       await this.store.bucketObjects.written(object);
       return;
     }
+    if (failure === 'changed') {
+      // Replaced between the ETag check and the copy to the quarantine: its new bytes are scanned.
+      await this.store.bucketObjects.written(object);
+      const head = await this.clients.client(source).head(object.key);
+      if (head !== null) {
+        await this.intake.announce(
+          source,
+          { key: object.key, etag: head.etag, versionId: head.versionId, size: head.size },
+          'event',
+        );
+      }
+      return;
+    }
     if (failure === 'denied' || failure === 'unsupported') {
       this.log.warn(
         { err: error, source: source.name, key: object.key },
