@@ -6,7 +6,9 @@
  * uploaded through the API (`POST /v2.2/files`, concurrency 8). Reported: objects per second, and
  * CPU per object of Assay, clamd and moto (S3 itself: not Assay's cost), from /proc.
  *
- * `BENCH_ONLY=10k` lists 10,000 objects of 4 KB instead (the issue's bulk run: progress printed).
+ * `BENCH_ONLY=10k` lists 10,000 objects of 4 KB instead (the issue's bulk run: progress printed),
+ * while another account's async uploads (one every 500 ms) measure how long interactive work
+ * waits behind the bulk import, against the same uploads before it.
  * BENCH_ONLY (4kb, 1mb, 10k) narrows a run. Not a test: it prints numbers and checks nothing.
  */
 import { execFileSync } from 'node:child_process';
@@ -31,12 +33,14 @@ interface Scenario {
   objects: number;
   /** Also through the API, for the ratio. */
   api: boolean;
+  /** Another account's async uploads during the listing: their time to a result. */
+  interactive?: boolean;
 }
 
 const SCENARIOS: Scenario[] = [
   { key: '4kb', size: 4 * KB, objects: 1000, api: true },
   { key: '1mb', size: MB, objects: 100, api: true },
-  { key: '10k', size: 4 * KB, objects: 10_000, api: false },
+  { key: '10k', size: 4 * KB, objects: 10_000, api: false, interactive: true },
 ];
 const wanted = (key: string) => (ONLY.length === 0 ? key !== '10k' : ONLY.includes(key));
 
@@ -113,6 +117,45 @@ async function uploadAll(url: string, scenario: Scenario): Promise<void> {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
+/** Times (ms) from an async upload to its result, one every 500 ms while `running()` holds. */
+async function interactiveUploads(
+  url: string,
+  auth: string,
+  running: () => boolean,
+): Promise<number[]> {
+  const times: number[] = [];
+  const one = async () => {
+    const form = new FormData();
+    form.set('file', new Blob([randomBytes(4 * KB)]), 'interactive.bin');
+    const started = performance.now();
+    const answer = await fetch(`${url}/v2.2/files/async`, {
+      method: 'POST',
+      headers: { authorization: auth },
+      body: form,
+    });
+    const { id } = (await answer.json()) as { id: string };
+    for (;;) {
+      const result = await fetch(`${url}/v2.2/files/${id}`, { headers: { authorization: auth } });
+      await result.arrayBuffer();
+      if (result.status === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    times.push(performance.now() - started);
+  };
+  const pending: Promise<void>[] = [];
+  while (running()) {
+    pending.push(one());
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  await Promise.all(pending);
+  return times;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-bucket-'));
   chmodSync(dir, 0o777);
@@ -157,6 +200,27 @@ async function main(): Promise<void> {
       );
       const source = await store.bucketSources.findByName(name);
       const sourceId = source?.id ?? '';
+      let other = '';
+      let before: number[] = [];
+      if (scenario.interactive === true) {
+        const account = JSON.parse(
+          cli('admin', 'account', 'create', '--name', 'Other', '--json'),
+        ) as { id: string };
+        const key = JSON.parse(
+          cli('admin', 'key', 'create', '--account', account.id, '--json'),
+        ) as {
+          key: string;
+          secret: string;
+        };
+        other = `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}`;
+        const until = performance.now() + 15_000;
+        before = await interactiveUploads(assay.url, other, () => performance.now() < until);
+      }
+      let listing = true;
+      const during =
+        scenario.interactive === true
+          ? interactiveUploads(assay.url, other, () => listing)
+          : Promise.resolve([]);
       const listed = await measure(pids, async () => {
         cli('admin', 'bucket', 'scan', name);
         for (;;) {
@@ -172,8 +236,15 @@ async function main(): Promise<void> {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       });
+      listing = false;
       const bucketLine = describe('bucket', scenario.objects, listed);
       console.log(bucketLine);
+      if (scenario.interactive === true) {
+        const times = await during;
+        const line = `another account's async 4-KB uploads, upload to result: before ${percentile(before, 50).toFixed(0)} ms median, ${percentile(before, 95).toFixed(0)} ms p95 (${before.length}); during the listing ${percentile(times, 50).toFixed(0)} ms median, ${percentile(times, 95).toFixed(0)} ms p95 (${times.length})`;
+        console.log(`  ${line}`);
+        lines.push(`${scenario.key.padEnd(4)} ${line}`);
+      }
       let line = `${scenario.key.padEnd(4)} bucket ${(scenario.objects / listed.seconds).toFixed(1)} objects/s, Assay CPU ${((listed.cpu.assay / scenario.objects) * 1000).toFixed(2)} ms/object`;
       if (scenario.api) {
         const uploaded = await measure(pids, () => uploadAll(assay.url, scenario));

@@ -11,10 +11,10 @@ import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js
 import { clamdDatabasesVersion, refusedDatabases } from './engines/clamav/clamd-databases.js';
 import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
-import { ContentTypeDetector, type DetectorTestHooks } from './engines/content-type.js';
+import { ContentTypeDetector } from './engines/content-type.js';
 import type { ContentEngine } from './engines/engine.js';
 import { nsfwEngines } from './engines/nsfw-engines.js';
-import { buildApp, closeApp, type RouteEntry } from './http/app.js';
+import { buildApp, closeApp } from './http/app.js';
 import { listenError } from './http/listen-port.js';
 import { MULTIPART_OVERHEAD } from './http/multipart-submission.js';
 import { startIcap } from './icap/start-icap.js';
@@ -22,7 +22,6 @@ import { jobRunnerOptions } from './job-setup.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { AddressPolicy } from './outbound/address-policy.js';
-import type { OutboundOptions } from './outbound/guarded-http.js';
 import { packageVersion } from './paths.js';
 import { AccountActivity } from './processing/account-activity.js';
 import { CallbackBrowser } from './processing/callback-browser.js';
@@ -43,6 +42,7 @@ import { SpoolSweeper } from './processing/spool-sweeper.js';
 import { SyncScanLimit } from './processing/sync-scan-limit.js';
 import { type EngineVersions, VerdictCache } from './processing/verdict-cache.js';
 import { openDispatch } from './queue/open-dispatch.js';
+import type { RunningService, ServiceTestHooks } from './service-types.js';
 import type { ContentSpool } from './spool/content-spool.js';
 import { openSpool } from './spool/open-spool.js';
 import { openStore } from './store/open-store.js';
@@ -52,33 +52,7 @@ const CALLBACK_GRACE_MS = 2_000;
 /** After jobs and callbacks stopped: what pg-boss still runs is failed and delivered elsewhere. */
 const DISPATCH_STOP_GRACE_MS = 1_000;
 
-export interface RunningService {
-  /** Base URL the server listens on, e.g. http://127.0.0.1:4000 */
-  url: string;
-  managedClamd: DataDirClamd | null;
-  /** Every route the server answers (HEAD and OPTIONS included), as registered. */
-  routes: readonly RouteEntry[];
-  /** The ICAP listener's `icap://` and `icaps://` URLs, null where off. */
-  icap: { icap: string | null; icaps: string | null };
-  stop(): Promise<void>;
-}
-
-/** Faults injected by tests only; the command line never passes any. */
-export interface ServiceTestHooks {
-  detector?: DetectorTestHooks;
-  /** The clamd session's idle timeout (30 s by default), short so a test can outlast it. */
-  clamdIdleTimeoutMs?: number;
-  /** Answers outbound name lookups (fetches and callbacks) instead of DNS. */
-  resolve?: OutboundOptions['resolve'];
-  /** The console's clock (sessions' sign-in, use and idle times), moved on by a test. */
-  consoleClock?: () => number;
-  /** How often results past their retention are looked for (a minute by default). */
-  resultRetentionIntervalMs?: number;
-  /** How often watched buckets' verdicts are written back (every second by default). */
-  bucketVerdictsIntervalMs?: number;
-  /** How often watched buckets' clean objects are checked for rescans (every 10 s by default). */
-  bucketRescansIntervalMs?: number;
-}
+export type { RunningService, ServiceTestHooks } from './service-types.js';
 
 /**
  * Opens the store, starts (or connects to) clamd, and serves until stop(): the API (role `api`),
