@@ -1,3 +1,5 @@
+// What startService returns, and the faults and clocks only tests pass it.
+
 import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import type { DetectorTestHooks } from './engines/content-type.js';
 import type { RouteEntry } from './http/app.js';
