@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { assayCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/service.js';
-import { prepareStore } from '../helpers/test-database.js';
+import { addAccount, openTestStore } from '../helpers/store-fixture.js';
 
 /** Runs the real CLI (`assay admin …`) on a data dir, as an operator would. */
 const assay = (dataDir: string, ...args: string[]) => assayCli(dataDir, args);
@@ -13,15 +12,12 @@ function json<T>(run: { status: number | null; stdout: string; stderr: string })
 }
 
 describe('assay admin bucket', () => {
-  test('add, list, update and remove a watched bucket; the webhook token is shown once, never its hash', async () => {
-    const dataDir = tempDir('assay-buckets-cli-');
-    await prepareStore(dataDir);
-    const account = json<{ id: string }>(
-      assay(dataDir, 'admin', 'account', 'create', '--name', 'Uploads Ltd', '--json'),
-    );
-    const { key } = json<{ key: string }>(
-      assay(dataDir, 'admin', 'key', 'create', '--account', account.id, '--json'),
-    );
+  test('add, list, update and remove a watched bucket; the webhook token is shown once, never its hash', async (t) => {
+    // The account and key are set up in the store: the CLI under test is `admin bucket`.
+    const { store, dataDir } = await openTestStore(t);
+    await addAccount(store, 'uploads');
+    const account = { id: 'uploads' };
+    const key = 'key-uploads';
 
     const added = json<{ name: string; accountId: string; webhook: boolean; webhookToken: string }>(
       assay(
@@ -79,15 +75,11 @@ describe('assay admin bucket', () => {
     assert.equal(assay(dataDir, 'admin', 'bucket', 'list').stdout, 'no bucket is watched');
   });
 
-  test('what cannot work is refused with the reason, and nothing is added', async () => {
-    const dataDir = tempDir('assay-buckets-cli-');
-    await prepareStore(dataDir);
-    const account = json<{ id: string }>(
-      assay(dataDir, 'admin', 'account', 'create', '--name', 'Uploads Ltd', '--json'),
-    );
-    const { key } = json<{ key: string }>(
-      assay(dataDir, 'admin', 'key', 'create', '--account', account.id, '--json'),
-    );
+  test('what cannot work is refused with the reason, and nothing is added', async (t) => {
+    // The account and key are set up in the store: the CLI under test is `admin bucket`.
+    const { store, dataDir } = await openTestStore(t);
+    await addAccount(store, 'uploads');
+    const key = 'key-uploads';
     // Each setting's own checks: test/buckets/bucket-sources.test.ts. Here, how the CLI says so.
     const refusals: Array<[string[], RegExp]> = [
       [['--bucket', 'b1', '--key', key], /^error: "b1" is not an S3 bucket name/],
