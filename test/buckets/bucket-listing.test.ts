@@ -92,7 +92,7 @@ describe('bucket listings', () => {
           (await store.bucketObjects.writesDue(sourceId)) === 0;
         return done ? byStatus : null;
       },
-      120_000,
+      240_000,
     );
     assert.deepEqual(counts, { NO_THREATS_FOUND: OBJECTS });
     const resumed = second.records.find((record) => record.msg === 'listing a watched bucket');

@@ -228,7 +228,7 @@ export async function motoFront(moto: Moto): Promise<MotoFront> {
 export async function until<T>(
   what: string,
   find: () => Promise<T | null>,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
