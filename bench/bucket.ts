@@ -16,12 +16,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { openStore } from '../src/store/open-store.js';
 import { MOTO_ENV, type Moto, startMoto } from '../test/helpers/moto.js';
-import { cpuSeconds, startAssay } from './service-process.js';
+import { cpuSeconds, startAssay, startBenchClamd } from './service-process.js';
 
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const KB = 1024;
@@ -159,28 +157,16 @@ function percentile(values: number[], p: number): number {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-bucket-'));
   chmodSync(dir, 0o777);
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh)');
-  const clamd = new ManagedClamd({
-    dataDir: join(dir, 'clamd-home'),
-    clamdPath,
-    maxFileSize: 200 * MB,
-    systemDatabaseDir: join(dir, 'no-official-databases'),
-    signatureCheckMs: 3_600_000,
-    logger: pino({ level: 'warn' }),
-  });
-  await clamd.start();
-  const address = clamd.address;
-  if (address.kind !== 'unix') throw new Error('the managed clamd listens on a unix socket');
+  const { clamd, socket, pid: clamdPid } = await startBenchClamd(dir);
   const moto = await startMoto();
   const dataDir = join(dir, 'assay');
-  const assay = await startAssay(address.path, dataDir, {
+  const assay = await startAssay(socket, dataDir, {
     ...MOTO_ENV,
     ASSAY_VERDICT_CACHE: 'off',
     ASSAY_BUCKET_BACKLOG: '256',
     ASSAY_BUCKET_QUEUE_WAIT: '1',
   });
-  const pids = { assay: assay.child.pid ?? 0, clamd: clamd.pid ?? 0, moto: moto.pid };
+  const pids = { assay: assay.child.pid ?? 0, clamd: clamdPid, moto: moto.pid };
   const store = await openStore(loadConfig({ ASSAY_DATA_DIR: dataDir }));
   const cli = (...args: string[]) =>
     execFileSync(process.execPath, ['bin/assay.js', ...args], {

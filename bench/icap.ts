@@ -21,9 +21,14 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
-import { cpuSeconds, freePort, memoryOf, resetPeakMemory, startAssay } from './service-process.js';
+import {
+  cpuSeconds,
+  freePort,
+  memoryOf,
+  resetPeakMemory,
+  startAssay,
+  startBenchClamd,
+} from './service-process.js';
 import { median } from './stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -291,28 +296,15 @@ function stretch(port: number, file: string, seconds: number): Promise<number> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-icap-'));
   chmodSync(dir, 0o777);
-  const clamdPath = findClamdBinary();
-  if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh)');
-  const clamd = new ManagedClamd({
-    dataDir: join(dir, 'clamd-home'),
-    clamdPath,
-    maxFileSize: 200 * MB,
-    systemDatabaseDir: join(dir, 'no-official-databases'),
-    signatureCheckMs: 3_600_000,
-    logger: pino({ level: 'warn' }),
-  });
-  await clamd.start();
-  const address = clamd.address;
-  if (address.kind !== 'unix') throw new Error('the managed clamd listens on a unix socket');
-  const clamdPid = clamd.pid ?? 0;
+  const { clamd, socket, pid: clamdPid } = await startBenchClamd(dir);
   const icapPort = await freePort();
-  const assay = await startAssay(address.path, join(dir, 'assay'), {
+  const assay = await startAssay(socket, join(dir, 'assay'), {
     ASSAY_ICAP_PORT: String(icapPort),
     ASSAY_ICAP_SERVICES: 'avscan=bench',
     ASSAY_VERDICT_CACHE: 'off',
     ASSAY_MAX_FILE_SIZE: String(200 * MB),
   });
-  const cIcap = await startCIcap(dir, address.path);
+  const cIcap = await startCIcap(dir, socket);
   const servers: Server[] = [
     { name: 'Assay', port: icapPort, pids: () => [assay.child.pid ?? 0] },
     { name: 'c-icap', port: cIcap.port, pids: () => processTree(cIcap.child.pid ?? 0) },

@@ -2,6 +2,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -82,4 +85,27 @@ export async function startAssay(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('assay did not become ready');
+}
+
+/**
+ * A managed clamd of the benchmark's own in `dir` (Assay's signatures only, no official database:
+ * fresh content scans the same everywhere), on a unix socket; stop it when done.
+ */
+export async function startBenchClamd(
+  dir: string,
+): Promise<{ clamd: ManagedClamd; socket: string; pid: number }> {
+  const clamdPath = findClamdBinary();
+  if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh)');
+  const clamd = new ManagedClamd({
+    dataDir: join(dir, 'clamd-home'),
+    clamdPath,
+    maxFileSize: 200 * 1024 * 1024,
+    systemDatabaseDir: join(dir, 'no-official-databases'),
+    signatureCheckMs: 3_600_000,
+    logger: pino({ level: 'warn' }),
+  });
+  await clamd.start();
+  const address = clamd.address;
+  if (address.kind !== 'unix') throw new Error('the managed clamd listens on a unix socket');
+  return { clamd, socket: address.path, pid: clamd.pid ?? 0 };
 }

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { assayCli, startServe } from '../helpers/cli.js';
-import { MOTO_ENV, type Moto, startMoto, until } from '../helpers/moto.js';
+import { MOTO_ENV, until, useMoto } from '../helpers/moto.js';
 import { tempDir, useSharedClamd } from '../helpers/service.js';
 import { storeEnv } from '../helpers/test-database.js';
 
@@ -15,14 +15,7 @@ import { storeEnv } from '../helpers/test-database.js';
 const OBJECTS = 300;
 const BACKLOG = 16;
 const clamd = useSharedClamd();
-let moto: Moto;
-
-before(async () => {
-  moto = await startMoto();
-});
-after(async () => {
-  await moto.stop();
-});
+const moto = useMoto();
 
 describe('bucket listings', () => {
   test(`a listing of ${OBJECTS} objects resumes after a SIGKILL midway (in serve --processes 2) and ends with one result and one tag per object`, async (t) => {

@@ -2,22 +2,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { BucketSourceService } from '../../src/buckets/bucket-source-service.js';
 import { randomContent } from '../helpers/content.js';
 import { startLocalServer } from '../helpers/local-server.js';
-import { type Moto, startMoto, until } from '../helpers/moto.js';
+import { until, useMoto } from '../helpers/moto.js';
 import { buildService, tempDir } from '../helpers/service.js';
 
 // Issue 42: clean objects scanned again when the signatures change, within their window.
 
-let moto: Moto;
-before(async () => {
-  moto = await startMoto();
-});
-after(async () => {
-  await moto.stop();
-});
+const moto = useMoto();
 
 describe('bucket rescans', () => {
   test('a new .ndb matching an object scanned clean: it is rescanned, re-tagged and reported by callback; an object outside the window is not', async (t) => {

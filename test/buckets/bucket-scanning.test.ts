@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   GetObjectTaggingCommand,
@@ -12,21 +12,14 @@ import { BucketSourceService } from '../../src/buckets/bucket-source-service.js'
 import { eicar } from '../../src/engines/test-content.js';
 import { packageRoot } from '../../src/paths.js';
 import { traceOf } from '../helpers/client.js';
-import { type Moto, motoFront, startMoto, until } from '../helpers/moto.js';
+import { motoFront, until, useMoto } from '../helpers/moto.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 // Watched buckets against moto's S3 and SQS (S3-to-SQS notifications): what an operator sees in
 // the bucket, and the results the objects became.
 
 const clamd = useSharedClamd();
-let moto: Moto;
-
-before(async () => {
-  moto = await startMoto();
-});
-after(async () => {
-  await moto.stop();
-});
+const moto = useMoto();
 
 async function watched(t: Parameters<typeof buildService>[0], env: Record<string, string> = {}) {
   const svc = await buildService(

@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer, type Socket } from 'node:net';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateBucketCommand,
@@ -144,6 +145,22 @@ export async function startMoto(): Promise<Moto> {
       );
     },
   };
+}
+
+/** A moto server for the test file: started before its tests, stopped after them. */
+export function useMoto(): Moto {
+  let moto: Moto | null = null;
+  before(async () => {
+    moto = await startMoto();
+  });
+  after(async () => {
+    await moto?.stop();
+  });
+  const started = (): Moto => {
+    if (moto === null) throw new Error('moto is not started yet');
+    return moto;
+  };
+  return new Proxy({} as Moto, { get: (_target, name) => Reflect.get(started(), name) });
 }
 
 /** moto behind an HTTP relay a test can make refuse requests or go away, as a real S3 may. */
