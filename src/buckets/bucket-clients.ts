@@ -12,19 +12,23 @@ const SOURCE_TTL_MS = 5_000;
  */
 export class BucketClients {
   private readonly clients = new Map<string, { fingerprint: string; client: BucketClient }>();
-  private readonly sources = new Map<string, { source: BucketSource | null; readAt: number }>();
+  private readonly sources = new Map<string, { source: BucketSource; readAt: number }>();
 
   constructor(
     private readonly store: Store,
     private readonly options: BucketClientOptions,
   ) {}
 
-  /** The source named `name` as recently read; null when there is none. */
+  /**
+   * The source named `name` as recently read; null when there is none. Only sources that exist
+   * are kept: the webhook's unauthenticated callers name anything, and must not grow the map.
+   */
   async source(name: string): Promise<BucketSource | null> {
     const cached = this.sources.get(name);
     if (cached !== undefined && Date.now() - cached.readAt < SOURCE_TTL_MS) return cached.source;
     const source = await this.store.bucketSources.findByName(name);
-    this.sources.set(name, { source, readAt: Date.now() });
+    if (source === null) this.sources.delete(name);
+    else this.sources.set(name, { source, readAt: Date.now() });
     return source;
   }
 
