@@ -15,15 +15,21 @@ export function closeClients(): void {
 
 /**
  * One multipart upload of `content` to `path` (the sync route by default); resolves when the
- * expected answer (201, or 202 for an async upload) has been read.
+ * expected answer (201, or 202 for an async upload) has been read. `field` and `auth` serve other
+ * services' upload routes (bench/peer.ts).
  */
 export function uploadToAssay(
   url: string,
   content: Buffer,
-  { path = '/v2.2/files', status = 201 }: { path?: string; status?: number } = {},
+  {
+    path = '/v2.2/files',
+    status = 201,
+    field = 'file',
+    auth = AUTH,
+  }: { path?: string; status?: number; field?: string; auth?: string | null } = {},
 ): Promise<void> {
   const head = Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n` +
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="f"\r\n` +
       'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
@@ -32,7 +38,7 @@ export function uploadToAssay(
       method: 'POST',
       agent,
       headers: {
-        authorization: AUTH,
+        ...(auth === null ? {} : { authorization: auth }),
         'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
         'content-length': head.length + content.length + tail.length,
       },
