@@ -1,7 +1,7 @@
 // Worker thread of ContentTypeDetector: runs libmagic off the event loop.
 import { parentPort, workerData } from 'node:worker_threads';
-import { WASMagic } from 'wasmagic';
 import type { WorkerSettings } from './content-type.js';
+import { Libmagic } from './libmagic.js';
 
 interface Request {
   id: number;
@@ -14,7 +14,7 @@ if (settings.failStart) throw new Error('test fault: the worker fails to start')
 const fault = (head: Buffer, marker: string | undefined) =>
   marker !== undefined && head.includes(marker);
 
-const magic = await WASMagic.create();
+const magic = await Libmagic.create();
 const port = parentPort;
 if (port === null) throw new Error('content-type-worker must run as a worker thread');
 

@@ -1,0 +1,99 @@
+/**
+ * libmagic compiled to WASM (the wasmagic package's build and database), in two tiers
+ * (magic-tiers.ts): the full database, and one without the tests a head rules out cheaply.
+ * Each tier is its own WASM instance, since libmagic keeps one loaded database per instance.
+ */
+import libmagicWrapper from 'wasmagic/dist/libmagic-wrapper.js';
+import { type MagicTiers, splitMagic } from './magic-tiers.js';
+
+// A CommonJS module whose exports are the factory, and `default` the same factory (its typings
+// declare only `default`).
+const createLibmagicModule = libmagicWrapper.default;
+/** libmagic's MAGIC_MIME_TYPE: the answer is a media type. */
+const MAGIC_MIME_TYPE = 16;
+const DATABASE = 'magic.mgc';
+
+interface Instance {
+  detect(head: Uint8Array): string;
+}
+
+type LibmagicModule = Awaited<ReturnType<typeof createLibmagicModule>>;
+
+/** Loads `database` (compiled) into a new instance; the bundled database when it is omitted. */
+async function load(
+  database?: Uint8Array,
+): Promise<{ instance: Instance; module: LibmagicModule }> {
+  const module = await createLibmagicModule({});
+  module.printOverride = () => {};
+  module.FS.chdir('/magic');
+  if (database !== undefined) {
+    module.FS.unlink(`/magic/${DATABASE}`);
+    module.FS.writeFile(`/magic/${DATABASE}`, database);
+  }
+  const error = module.ccall(
+    'magic_wrapper_load',
+    'string',
+    ['number', 'string'],
+    [MAGIC_MIME_TYPE, DATABASE],
+  ) as string;
+  if (error !== '') throw new Error(`libmagic could not load its database: ${error}`);
+  const detect = module.cwrap('magic_wrapper_detect', 'string', ['number', 'number']) as (
+    pointer: number,
+    length: number,
+  ) => string;
+  const instance = {
+    detect(head: Uint8Array): string {
+      const pointer = module._malloc(head.length);
+      try {
+        module.HEAPU8.set(head, pointer);
+        return detect(pointer, head.length);
+      } finally {
+        module._free(pointer);
+      }
+    },
+  };
+  return { instance, module };
+}
+
+export class Libmagic {
+  private constructor(
+    private readonly full: Instance,
+    private readonly reduced: Instance | null,
+    private readonly tiers: MagicTiers | null,
+  ) {}
+
+  /** `tiered: false` loads the full database only (the reference the tests compare against). */
+  static async create({ tiered = true }: { tiered?: boolean } = {}): Promise<Libmagic> {
+    const { instance: full, module } = await load();
+    if (!tiered) return new Libmagic(full, null, null);
+    const tiers = splitMagic(module.FS.readFile(`/magic/${DATABASE}`));
+    // The loaded copy is all libmagic needs; the file would keep 10 MB of the instance's heap.
+    module.FS.unlink(`/magic/${DATABASE}`);
+    if (tiers === null) return new Libmagic(full, null, null);
+    const { instance: reduced, module: reducedModule } = await load(tiers.reduced);
+    reducedModule.FS.unlink(`/magic/${DATABASE}`);
+    return new Libmagic(full, reduced, tiers);
+  }
+
+  /** The compiled database wasmagic bundles (what `create` loads). */
+  static async bundledDatabase(): Promise<Uint8Array> {
+    const module = await createLibmagicModule({});
+    return module.FS.readFile(`/magic/${DATABASE}`);
+  }
+
+  /** Whether `head` takes the full database (a removed test may match it). */
+  takesFullDatabase(head: Uint8Array): boolean {
+    return this.tiers === null || this.tiers.mayMatchRemoved(head);
+  }
+
+  /** The tiers' sizes in top-level tests (null: one tier). */
+  get split(): { removed: number; kept: number } | null {
+    return this.tiers === null ? null : { removed: this.tiers.removed, kept: this.tiers.kept };
+  }
+
+  /** libmagic's media type for `head` (with parameters, as libmagic writes it). */
+  detect(head: Uint8Array): string {
+    if (this.reduced === null || this.takesFullDatabase(head)) return this.full.detect(head);
+    return this.reduced.detect(head);
+  }
+}
