@@ -89,15 +89,18 @@ const insertFile = new QueryTemplate(FILE_ROW_ARGUMENTS, (db, ...row: FileRowArg
   db.insertInto('files').values(fileRowValues(row)),
 );
 
+// The key is a cast and the limit a literal: SQLite re-prepares a statement at every run whose
+// binding the planner may have read (`col = ?` beside an ORDER BY, `LIMIT ?`), and this lookup
+// runs for every item; the plan is the same (files_verdict_key, key and date).
 const findVerdict = new QueryTemplate(2, (db, verdictKey: string, since: string) =>
   db
     .selectFrom('files')
     .select(['id', 'content_type', 'findings', 'creation_date'])
-    .where('verdict_key', '=', verdictKey)
+    .where('verdict_key', '=', sql<string>`cast(${verdictKey} as text)`)
     .where('creation_date', '>=', since)
     .where('findings', 'is not', null)
     .orderBy('creation_date', 'desc')
-    .limit(1),
+    .limit(sql.lit(1)),
 );
 
 /** An account's results page: what it may be narrowed to, and where it starts. */
