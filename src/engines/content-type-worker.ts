@@ -25,11 +25,11 @@ port.on('message', ({ id, head }: Request) => {
     if (fault(bytes, settings.exitOn)) process.exit(1);
     if (fault(bytes, settings.failOn)) throw new Error('test fault: libmagic fails');
     const type = magic.detect(bytes);
-    // The head goes back to the main thread, whose frequent collections free it (content-type.ts).
-    port.postMessage({ id, type }, [head.buffer]);
+    // The head goes back to the main thread, which reuses its buffer (content-type.ts).
+    port.postMessage({ id, type, head }, [head.buffer]);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    port.postMessage({ id, error: message }, [head.buffer]);
+    port.postMessage({ id, error: message, head }, [head.buffer]);
   }
 });
 port.postMessage({ ready: true });

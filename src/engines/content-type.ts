@@ -10,7 +10,19 @@ const VENDOR_NAMES: Record<string, string> = {
   'application/x-dosexec': 'application/x-msdownload',
 };
 
-type Reply = { ready: true } | { id: number; type: string } | { id: number; error: string };
+type Reply =
+  | { ready: true }
+  | { id: number; type: string; head: Uint8Array }
+  | { id: number; error: string; head: Uint8Array };
+
+/**
+ * Heads of this size or more are copied into a buffer of SNIFF_BYTES kept for reuse: the worker
+ * sends it back with its answer. A fresh 1 MiB buffer per upload, freed only by the collector,
+ * kept V8's concurrent marking busy under 1 MB uploads (about half of Assay's CPU in some rounds).
+ */
+const POOLED_HEAD_BYTES = 64 * 1024;
+/** Buffers kept for reuse: as many heads as are usually out with the worker at once. */
+const POOLED_HEADS = 4;
 
 /**
  * A libmagic call not answered within this fails (503 for an upload, a retry for a job). If the
@@ -79,6 +91,8 @@ export class ContentTypeDetector {
   private restartTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly timeoutMs: number;
+  /** Buffers of SNIFF_BYTES back from the worker, for the next large heads. */
+  private readonly pooledHeads: ArrayBuffer[] = [];
 
   private constructor(
     private readonly log: (message: string) => void,
@@ -103,18 +117,67 @@ export class ContentTypeDetector {
   }
 
   /**
-   * `complete` says the head is the whole content, so a JSON document can be parsed whole.
-   * Rejects with ContentTypeUnavailableError when libmagic is needed and fails.
+   * The media type of content whose first bytes are `head` (one buffer, or the chunks as they
+   * came: at most SNIFF_BYTES of them are read). `complete` says the head is the whole content,
+   * so a JSON document can be parsed whole. Rejects with ContentTypeUnavailableError when
+   * libmagic is needed and fails.
    */
-  async detect(head: Buffer, complete: boolean): Promise<string> {
-    if (head.length > 0 && isUtf8Text(head)) return classifyText(head, complete);
-    return this.detectWithLibmagic(head);
+  async detect(head: Buffer | readonly Buffer[], complete: boolean): Promise<string> {
+    const bytes = this.copyHead(Buffer.isBuffer(head) ? [head] : head);
+    const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+    if (view.length > 0 && isUtf8Text(view)) {
+      const type = classifyText(view, complete);
+      this.reuse(bytes);
+      return type;
+    }
+    return this.askWorker(bytes);
   }
 
   /** libmagic with its whole magic file, whatever the content (the tests' reference). */
   detectWithLibmagic(head: Buffer): Promise<string> {
+    return this.askWorker(this.copyHead([head]));
+  }
+
+  /**
+   * The first SNIFF_BYTES of `chunks` in one buffer the worker can own: moved to it, not cloned,
+   * and moved back with the answer (a clone stays in the worker as garbage, and the worker
+   * allocates so little that it collected it only once 64 MB of heads had piled up).
+   */
+  private copyHead(chunks: readonly Buffer[]): Uint8Array<ArrayBuffer> {
+    let length = 0;
+    for (const chunk of chunks) length += chunk.length;
+    length = Math.min(length, SNIFF_BYTES);
+    const buffer =
+      length >= POOLED_HEAD_BYTES
+        ? (this.pooledHeads.pop() ?? new ArrayBuffer(SNIFF_BYTES))
+        : new ArrayBuffer(length);
+    const bytes = new Uint8Array(buffer, 0, length);
+    let at = 0;
+    for (const chunk of chunks) {
+      if (at >= length) break;
+      const part = chunk.subarray(0, length - at);
+      bytes.set(part, at);
+      at += part.length;
+    }
+    return bytes;
+  }
+
+  /** Keeps a head's buffer for the next large head. */
+  private reuse(bytes: Uint8Array): void {
+    const buffer = bytes.buffer;
+    if (
+      buffer instanceof ArrayBuffer &&
+      buffer.byteLength === SNIFF_BYTES &&
+      this.pooledHeads.length < POOLED_HEADS
+    ) {
+      this.pooledHeads.push(buffer);
+    }
+  }
+
+  private askWorker(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
     const worker = this.worker;
     if (worker === null) {
+      this.reuse(bytes);
       return Promise.reject(
         new ContentTypeUnavailableError(
           this.closed ? 'the detector is closed' : 'libmagic is restarting after a failure',
@@ -127,12 +190,7 @@ export class ContentTypeDetector {
       const timer = setTimeout(() => this.timedOut(id), this.timeoutMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
-      // Moved, not cloned, and moved back with the answer (content-type-worker.ts): a clone stays
-      // in the worker as garbage, and the worker allocates so little that it collected it only
-      // once 64 MB of heads had piled up (V8's external memory trigger), held by malloc after.
-      const moved = new Uint8Array(head.length);
-      moved.set(head);
-      worker.postMessage({ id, head: moved }, [moved.buffer]);
+      worker.postMessage({ id, head: bytes }, [bytes.buffer]);
     });
   }
 
@@ -233,6 +291,7 @@ export class ContentTypeDetector {
   }
 
   private answer(worker: Worker, reply: Exclude<Reply, { ready: true }>): void {
+    this.reuse(reply.head);
     if (worker !== this.worker) return; // a replaced worker's late answer
     this.lastAnswerAt = Date.now();
     const call = this.pending.get(reply.id);

@@ -132,10 +132,7 @@ export class ContentScanner {
     let contentType: Promise<string> | null = null;
     let typeKnown = false;
     const detect = (complete: boolean) => {
-      const detected = this.timed(
-        'content-type',
-        this.detector.detect(Buffer.concat(head).subarray(0, SNIFF_BYTES), complete),
-      );
+      const detected = this.timed('content-type', this.detector.detect(head, complete));
       // Stop holding content as soon as no enabled engine wants its type (or it has none: the
       // item fails when its type is awaited).
       void detected.then(
