@@ -6,22 +6,29 @@ import { existsSync } from 'node:fs';
  * `serve` runs with a 16 MB semi-space (a 32 MB young generation). Node 24 sizes it from the
  * machine's memory, 64 MB (128 MB young generation) on a 24 GB machine, and a service under
  * small uploads fills it: 100 MB of its peak RSS, for no throughput gain measured
- * (docs/ARCHITECTURE.md, Memory). V8 reads the size only at start, so the process replaces
- * itself once with the flag (same pid, stdio and environment). A size set by the user
- * (NODE_OPTIONS or a node option) is kept; `--processes` children inherit the primary's flags.
+ * (docs/ARCHITECTURE.md, Memory). And with a 64 MB initial old space: V8 starts marking the old
+ * generation whenever the room left under its limit is less than the young generation could
+ * promote, and with the 30 MB the service keeps live, a limit sized from that left less: under
+ * 1 MB uploads a full collection ran every 200 ms, and half of Assay's CPU went to marking.
+ * V8 reads these only at start, so the process replaces itself once with the flags (same pid,
+ * stdio and environment). A flag set by the user (NODE_OPTIONS or a node option) is kept;
+ * `--processes` children inherit the primary's flags.
  */
-const SEMI_SPACE_FLAG = '--max-semi-space-size=16';
+const SERVICE_FLAGS = [
+  { flag: '--max-semi-space-size=16', name: /--max[-_]semi[-_]space[-_]size/ },
+  { flag: '--initial-old-space-size=64', name: /--initial[-_]old[-_]space[-_]size/ },
+];
 
 function restartWithServiceFlags() {
   if (process.argv[2] !== 'serve' || typeof process.execve !== 'function') return;
   if (process.env.NODE_CHANNEL_FD !== undefined) return; // forked with an IPC channel: keep it
-  const setByUser = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((flag) =>
-    /--max[-_]semi[-_]space[-_]size/.test(flag),
-  );
-  if (setByUser) return;
+  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''];
+  const missing = SERVICE_FLAGS.filter(({ name }) => !given.some((flag) => name.test(flag)));
+  // Once replaced, the flags are in execArgv: the check above ends the loop.
+  if (missing.length === 0) return;
   process.execve(process.execPath, [
     process.execPath,
-    SEMI_SPACE_FLAG,
+    ...missing.map(({ flag }) => flag),
     ...process.execArgv,
     ...process.argv.slice(1),
   ]);
