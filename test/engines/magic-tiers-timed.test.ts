@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { Libmagic } from '../../src/engines/libmagic.js';
+import { splitMagic } from '../../src/engines/magic-tiers.js';
+
+// @run-alone: times the tiers' conditions on heads of growing size
+
+/**
+ * The conditions that pick libmagic's tier (src/engines/magic-tiers.ts) read every head that is
+ * not UTF-8 text, up to SNIFF_BYTES (1 MiB): linear in it, whatever the bytes.
+ */
+describe('libmagic tiers on hostile heads', () => {
+  test('the conditions run in linear time on hostile heads', async () => {
+    const tiers = splitMagic(await Libmagic.bundledDatabase());
+    assert.ok(tiers !== null);
+    // Random heads (no condition holds: every search scans its window), and heads of one byte
+    // or two repeated (each a candidate start for the folded searches).
+    const heads = (size: number) => [
+      randomBytes(size),
+      Buffer.alloc(size, 'q'),
+      Buffer.alloc(size, 'iI'),
+      Buffer.alloc(size, '%P'),
+    ];
+    const cost = (size: number) => {
+      const hostile = heads(size);
+      let best = Number.POSITIVE_INFINITY;
+      for (let round = 0; round < 5; round++) {
+        const started = process.hrtime.bigint();
+        for (const head of hostile) tiers.mayMatchRemoved(head);
+        best = Math.min(best, Number(process.hrtime.bigint() - started));
+      }
+      return best;
+    };
+    cost(64 * 1024);
+    const small = cost(256 * 1024);
+    const large = cost(1024 * 1024);
+    assert.ok(large < small * 8, `4x the head cost ${(large / small).toFixed(1)}x the time`);
+  });
+});
