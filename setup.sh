@@ -63,6 +63,8 @@ if [ "$for_tests" = true ]; then
   command -v c-icap-client >/dev/null 2>&1 || missing+=(c-icap)
   compgen -G "/usr/lib/*/c_icap/virus_scan.so" >/dev/null || missing+=(libc-icap-mod-virus-scan)
   command -v squid >/dev/null 2>&1 || [ -x /usr/sbin/squid ] || missing+=(squid)
+  # sigtool computes an image's fuzzy hash for the ScanImageFuzzyHash test's signature.
+  command -v sigtool >/dev/null 2>&1 || missing+=(clamav)
   # The watched-bucket tests use moto's S3 and SQS (python3 -m moto.server), which comes from PyPI:
   # the machines have it; setup cannot install it (PyPI is out of reach), so it says so.
   if ! python3 -c 'import moto.server' >/dev/null 2>&1; then

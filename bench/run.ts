@@ -16,7 +16,9 @@
  * Then, on the same service: `async-e2e` (async end to end against sync, bench/async-e2e.ts),
  * `async` (latency and callbacks, bench/async.ts); on services of their own: `processes`
  * (`serve --processes` 1 and 2, bench/processes.ts) and `workers` (PostgreSQL, bench/workers.ts);
- * last, `images` (JPEGs through the API, which start the image engine's workers). The summary ends
+ * last, `images` (JPEGs through the API, which start the image engine's workers); before all of
+ * them, on two services of its own, `images-fuzzy` (1 MP JPEGs with clamd's image fuzzy hash on and
+ * off, bench/image-fuzzy-hash.ts). The summary ends
  * with Assay's peak RSS over the whole run without the image scenarios, and during them.
  *
  * The NSFW engines are measured first, in this process (bench/nsfw.ts; `nsfw-image`,
@@ -34,6 +36,7 @@ import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-cla
 import { benchAsync } from './async.js';
 import { benchAsyncEndToEnd } from './async-e2e.js';
 import { AUTH, closeClients, scanDirect, uploadToAssay } from './clients.js';
+import { benchImageFuzzyHash } from './image-fuzzy-hash.js';
 import { benchImagesOverHttp } from './images.js';
 import { benchNsfwImage, benchNsfwLanguage } from './nsfw.js';
 import { benchProcesses } from './processes.js';
@@ -104,11 +107,23 @@ async function main() {
   const wantsAsync = selects('async');
   const wantsAsyncEndToEnd = selects('async-e2e');
   const wantsImages = selects('images');
+  // Two services of its own, each with its own clamd: ScanImageFuzzyHash on and off.
+  const wantsFuzzyHash = selects('images-fuzzy');
   const wantsProcesses = selects('processes');
   // Needs PostgreSQL (BENCH_POSTGRES).
   const wantsWorkers = selects('workers');
   // The NSFW engines run in this process, without clamd or the service.
   const summary = await benchNsfw();
+  if (wantsFuzzyHash) {
+    console.log('== JPEG images through the API, clamd image fuzzy hash on and off');
+    const fuzzyDir = mkdtempSync(join(tmpdir(), 'assay-bench-fuzzy-'));
+    try {
+      summary.push(...(await benchImageFuzzyHash(fuzzyDir)));
+    } finally {
+      rmSync(fuzzyDir, { recursive: true, force: true });
+    }
+    console.log('');
+  }
   if (
     selected.length === 0 &&
     !wantsAsync &&

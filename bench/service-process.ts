@@ -93,6 +93,7 @@ export async function startAssay(
  */
 export async function startBenchClamd(
   dir: string,
+  { imageFuzzyHash = true }: { imageFuzzyHash?: boolean } = {},
 ): Promise<{ clamd: ManagedClamd; socket: string; pid: number }> {
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh)');
@@ -102,6 +103,7 @@ export async function startBenchClamd(
     maxFileSize: 200 * 1024 * 1024,
     systemDatabaseDir: join(dir, 'no-official-databases'),
     signatureCheckMs: 3_600_000,
+    imageFuzzyHash,
     logger: pino({ level: 'warn' }),
   });
   await clamd.start();

@@ -46,6 +46,8 @@ export interface Config {
   /** How often the managed clamd's signature folders are looked at for changes. */
   signatureCheckMs: number;
   clamdReload: ClamdReloadMode;
+  /** The managed clamd's ScanImageFuzzyHash (ASSAY_CLAMD_IMAGE_FUZZY_HASH). */
+  clamdImageFuzzyHash: boolean;
   /** What content clamd could not fully examine becomes: a finding or an error. */
   unexamined: UnexaminedOutcome;
   bootstrapCredentials: BootstrapCredentials | null;

@@ -44,6 +44,7 @@ export async function startClamd(
     operatorSignaturesDir: config.signaturesDir,
     signatureCheckMs: config.signatureCheckMs,
     reload: config.clamdReload,
+    imageFuzzyHash: config.clamdImageFuzzyHash,
     logger: logger.child({ component: 'clamd' }),
     onLoadChange,
   });
@@ -80,6 +81,8 @@ export function engineVersions(
     ownSignatures: ownSignaturesVersion(),
     findingsStyle: config.findingsStyle,
     unexamined: config.unexamined,
+    // Off, fuzzy_img signatures cannot match: verdicts from either side are not the other's.
+    imageFuzzyHash: config.clamdImageFuzzyHash,
     engines: engines.map((engine) => `${engine.name}/${engine.category}/${engine.maxBytes}`),
     nsfwImageThreshold: config.nsfw.imageThreshold,
   });

@@ -45,6 +45,10 @@ export const SETTINGS = {
     default: 'concurrent',
     doc: '`concurrent`: the managed clamd scans on with the old signatures while it loads new ones (both sets in memory meanwhile); `blocking`: it answers nothing until the new set is loaded (half the memory).',
   },
+  ASSAY_CLAMD_IMAGE_FUZZY_HASH: {
+    default: 'yes',
+    doc: "`yes`: the managed clamd computes a fuzzy hash of every image it scans, so that `fuzzy_img` signatures (in an operator's or the official databases) can match images close to a known one; about 16 ms of clamd's CPU per 1 MP JPEG. `no`: images scan faster, and `fuzzy_img` signatures never match (Assay's own database has none). Part of the verdict cache's key.",
+  },
   ASSAY_UNEXAMINED: {
     default: 'finding',
     doc: 'Content clamd could not fully examine (encrypted archives and documents; archives over the depth, file-count or size limits; scans over the time limit): `finding` reports a `content.malicious.heuristics.*` finding; `error` makes it an error (sync: 422; async: a result with `error`). Never a clean result.',

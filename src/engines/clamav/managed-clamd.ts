@@ -35,6 +35,8 @@ export interface ManagedClamdOptions {
    * the load); `blocking`: it answers nothing until the new set is loaded. Default concurrent.
    */
   reload?: ClamdReloadMode;
+  /** clamd's ScanImageFuzzyHash: a fuzzy hash of every image, for fuzzy_img signatures. */
+  imageFuzzyHash?: boolean;
   logger: ClamdLogger;
   startTimeoutMs?: number;
   /** clamd's SelfCheck: how often it looks for changed databases and reloads them. Default 600. */
@@ -255,6 +257,7 @@ export class ManagedClamd {
         limits: this.limits,
         selfCheckSeconds: this.options.selfCheckSeconds ?? 600,
         reload: this.options.reload ?? 'concurrent',
+        imageFuzzyHash: this.options.imageFuzzyHash ?? true,
       }),
     );
   }
