@@ -21,13 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findClamdBinary } from '../src/engines/clamav/managed-clamd.js';
 import { closeClients, uploadToAssay } from './clients.js';
-import {
-  cpuSeconds,
-  freePort,
-  memoryOf,
-  startAssay,
-  startBenchClamd,
-} from './service-process.js';
+import { cpuSeconds, freePort, memoryOf, startAssay, startBenchClamd } from './service-process.js';
 import { median, runConcurrently, summarise } from './stats.js';
 
 const KB = 1024;
