@@ -13,29 +13,11 @@ import { Libmagic } from '../../src/engines/libmagic.js';
 import { eicar } from '../../src/engines/test-content.js';
 import { docxWithText, pdfWithText } from '../helpers/documents.js';
 import { drawing, photoLike } from '../helpers/images.js';
+import { tarArchive } from '../helpers/tar.js';
 import { zipStored } from '../helpers/zip.js';
 
 const TESTFILES = '/usr/share/clamav-testfiles';
 const ENTRY_BYTES = 432;
-
-/** A tar archive of one file (ustar header at 0, magic at 257). */
-function tar(name: string, content: Buffer): Buffer {
-  const header = Buffer.alloc(512);
-  header.write(name, 0);
-  header.write('0000644\0', 100);
-  header.write('0000000\0', 108);
-  header.write('0000000\0', 116);
-  header.write(`${content.length.toString(8).padStart(11, '0')}\0`, 124);
-  header.write('00000000000\0', 136);
-  header.write('ustar\u000000', 257);
-  header.fill(' ', 148, 156);
-  let sum = 0;
-  for (const byte of header) sum += byte;
-  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
-  const padded = Buffer.alloc(Math.ceil(content.length / 512) * 512);
-  content.copy(padded);
-  return Buffer.concat([header, padded, Buffer.alloc(1024)]);
-}
 
 /** Formats whose magic sits at an offset, at a distance, or inside: generated here. */
 async function generatedFormats(): Promise<Array<[string, Buffer]>> {
@@ -63,7 +45,7 @@ async function generatedFormats(): Promise<Array<[string, Buffer]>> {
     ['docx', docxWithText(['tiers'])],
     ['zip', zipStored([{ name: 'a.txt', data: Buffer.from('hello') }])],
     ['gzip', gzipSync(randomBytes(5000))],
-    ['tar', tar('a.bin', randomBytes(3000))],
+    ['tar', tarArchive([['a.bin', randomBytes(3000)]])],
     ['iso9660', iso],
     ['ole2', ole2],
     ['pe', pe],
