@@ -55,6 +55,18 @@ async function load(
   return { instance, module };
 }
 
+/**
+ * splitMagic, or null if the database surprises it: the full database then answers everything,
+ * as slowly as before and with the same answers (the split is an optimisation, never a need).
+ */
+function splitOrNull(database: Uint8Array): MagicTiers | null {
+  try {
+    return splitMagic(database);
+  } catch {
+    return null;
+  }
+}
+
 export class Libmagic {
   private constructor(
     private readonly full: Instance,
@@ -66,7 +78,7 @@ export class Libmagic {
   static async create({ tiered = true }: { tiered?: boolean } = {}): Promise<Libmagic> {
     const { instance: full, module } = await load();
     if (!tiered) return new Libmagic(full, null, null);
-    const tiers = splitMagic(module.FS.readFile(`/magic/${DATABASE}`));
+    const tiers = splitOrNull(module.FS.readFile(`/magic/${DATABASE}`));
     // The loaded copy is all libmagic needs; the file would keep 10 MB of the instance's heap.
     module.FS.unlink(`/magic/${DATABASE}`);
     if (tiers === null) return new Libmagic(full, null, null);
