@@ -78,7 +78,8 @@ interface PendingCall {
  * Media type detection: fast rules for UTF-8 text, libmagic (compiled to WASM) for binary content.
  * libmagic costs 0.1-0.7 ms of CPU per file (libmagic.ts: in two tiers), so it runs in a worker
  * thread, in parallel with clamd's scan, and the event loop stays free for other requests. A
- * failed, hung or restarting worker makes the call fail (never a made-up type): the detector restarts it by itself.
+ * failed, hung or restarting worker makes the call fail (never a made-up type): the detector
+ * restarts it by itself.
  */
 export class ContentTypeDetector {
   private readonly pending = new Map<number, PendingCall>();
