@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClamdClient, parseClamdAddress } from '../src/engines/clamav/clamd-client.js';
 import { findClamdBinary } from '../src/engines/clamav/managed-clamd.js';
 import { closeClients, uploadToAssay } from './clients.js';
 import { cpuSeconds, freePort, memoryOf, startAssay, startBenchClamd } from './service-process.js';
@@ -92,16 +93,13 @@ async function startTcpClamd(dir: string): Promise<{ child: ChildProcess; port: 
   const clamdPath = findClamdBinary();
   if (clamdPath === null) throw new Error('clamd is not installed (./setup.sh)');
   const child = spawn(clamdPath, ['-c', tcpConfig], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const client = new ClamdClient(parseClamdAddress(`tcp://127.0.0.1:${port}`));
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`clamd exited with ${child.exitCode}`);
-    const ready = await new Promise<boolean>((resolve) => {
-      import('node:net').then(({ connect }) => {
-        const socket = connect(port, '127.0.0.1');
-        socket.once('connect', () => socket.end('zPING\0'));
-        socket.once('data', (data) => resolve(data.toString().startsWith('PONG')));
-        socket.once('error', () => resolve(false));
-      });
-    });
+    const ready = await client.ping().then(
+      () => true,
+      () => false,
+    );
     if (ready) return { child, port };
     await new Promise((r) => setTimeout(r, 100));
   }
