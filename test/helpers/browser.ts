@@ -35,6 +35,12 @@ const QUIET_ARGS = [
 
 /** Chromium's component downloads (see useBrowser). */
 const BROWSER_OWN = /^CONNECT redirector\.gvt1\.com:443 /;
+/**
+ * What a browser sends a proxy: CONNECT host:port, or a request for an absolute URL. Anything else
+ * on the trap's port is not the browser's: another test's process polling a port it used to own
+ * (`GET /health/ready`, seen in CI), now the trap's.
+ */
+const PROXY_REQUEST = /^(?:CONNECT \S+|[A-Z]+ [a-z][a-z0-9+.-]*:\/\/\S*) HTTP\//;
 
 /**
  * One headless Chromium per test file (playwright gives it a fresh temporary profile). It can only
@@ -52,7 +58,7 @@ export function useBrowser(): { readonly browser: Browser } {
     sockets.add(socket);
     socket.once('data', (chunk) => {
       const request = String(chunk).split('\r\n')[0] ?? '';
-      if (!BROWSER_OWN.test(request)) offLoopback.push(request);
+      if (PROXY_REQUEST.test(request) && !BROWSER_OWN.test(request)) offLoopback.push(request);
       socket.destroy();
     });
     socket.on('close', () => sockets.delete(socket));
