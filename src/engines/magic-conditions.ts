@@ -115,6 +115,35 @@ function readInteger(head: Buffer, offset: number, width: number, little: boolea
   return value;
 }
 
+/**
+ * `(the integer at offset & applied) === wanted`, compared a byte at a time (a mask keeps or drops
+ * bits of each byte on its own): the same answer as through a BigInt, at a fraction of the cost on
+ * every head the worker sees.
+ */
+function maskedEquals(
+  offset: number,
+  width: number,
+  little: boolean,
+  applied: bigint,
+  wanted: bigint,
+): Condition {
+  const masks = new Uint8Array(width);
+  const values = new Uint8Array(width);
+  for (let i = 0; i < width; i++) {
+    // The byte at offset + i holds bits 8i.. (little-endian) or 8(width - 1 - i).. (big).
+    const shift = BigInt(8 * (little ? i : width - 1 - i));
+    masks[i] = Number((applied >> shift) & 0xffn);
+    values[i] = Number((wanted >> shift) & 0xffn);
+  }
+  return (head) => {
+    if (offset + width > head.length) return false;
+    for (let i = 0; i < width; i++) {
+      if (((head[offset + i] ?? 0) & (masks[i] as number)) !== values[i]) return false;
+    }
+    return true;
+  };
+}
+
 /** The condition of an integer test at a fixed offset, or null (kept in the reduced database). */
 export function integerCondition(
   mgc: DataView,
@@ -142,7 +171,7 @@ export function integerCondition(
     if (!required && popcount(applied) < STRONG_BITS) return null;
     // Equal as 64-bit values implies equal in the low `width` bytes, whatever the sign extension.
     const wanted = value & widthMask;
-    const condition = (head: Buffer) => fits(head) && read(head) === wanted;
+    const condition = maskedEquals(offset, width, little, applied, wanted);
     // Keyed by the first byte in memory order when the mask keeps all of it.
     const firstShift = little ? 0n : bits - 8n;
     if (((applied >> firstShift) & 0xffn) !== 0xffn) return { condition, keyed: null };

@@ -208,15 +208,16 @@ export function splitMagic(database: Uint8Array): MagicTiers | null {
     kept: kept.length,
     mayMatchRemoved(bytes: Uint8Array): boolean {
       const head = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+      // Plain loops: this runs for every head, over ~120 slots and ~80 unkeyed conditions.
       for (const slot of slots) {
         const byte = head[slot.offset];
         if (byte === undefined) continue;
         const conditions = slot.byByte[byte];
-        if (conditions?.some((condition) => condition(head))) {
-          return true;
-        }
+        if (conditions === undefined) continue;
+        for (const condition of conditions) if (condition(head)) return true;
       }
-      return unkeyed.some((condition) => condition(head));
+      for (const condition of unkeyed) if (condition(head)) return true;
+      return false;
     },
   };
 }
