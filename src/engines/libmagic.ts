@@ -4,6 +4,11 @@
  * Each tier is its own WASM instance, since libmagic keeps one loaded database per instance.
  */
 import libmagicWrapper from 'wasmagic/dist/libmagic-wrapper.js';
+import {
+  looksBinaryToLibmagic,
+  MAGIC_NO_CHECK_ENCODING,
+  MAGIC_NO_CHECK_TEXT,
+} from './magic-encoding.js';
 import { type MagicTiers, splitMagic } from './magic-tiers.js';
 
 // A CommonJS module whose exports are the factory, and `default` the same factory (its typings
@@ -19,9 +24,13 @@ interface Instance {
 
 type LibmagicModule = Awaited<ReturnType<typeof createLibmagicModule>>;
 
-/** Loads `database` (compiled) into a new instance; the bundled database when it is omitted. */
+/**
+ * Loads `database` (compiled) into a new instance with libmagic's `flags` (beside
+ * MAGIC_MIME_TYPE); the bundled database when it is omitted.
+ */
 async function load(
   database?: Uint8Array,
+  flags = 0,
 ): Promise<{ instance: Instance; module: LibmagicModule }> {
   const module = await createLibmagicModule({});
   module.printOverride = () => {};
@@ -34,7 +43,7 @@ async function load(
     'magic_wrapper_load',
     'string',
     ['number', 'string'],
-    [MAGIC_MIME_TYPE, DATABASE],
+    [MAGIC_MIME_TYPE | flags, DATABASE],
   ) as string;
   if (error !== '') throw new Error(`libmagic could not load its database: ${error}`);
   const detect = module.cwrap('magic_wrapper_detect', 'string', ['number', 'number']) as (
@@ -82,7 +91,12 @@ export class Libmagic {
     // The loaded copy is all libmagic needs; the file would keep 10 MB of the instance's heap.
     module.FS.unlink(`/magic/${DATABASE}`);
     if (tiers === null) return new Libmagic(full, null, null);
-    const { instance: reduced, module: reducedModule } = await load(tiers.reduced);
+    // The reduced tier only sees heads proved binary (magic-encoding.ts): libmagic's own encoding
+    // checks would only say so again, at more cost than its tests.
+    const { instance: reduced, module: reducedModule } = await load(
+      tiers.reduced,
+      MAGIC_NO_CHECK_ENCODING | MAGIC_NO_CHECK_TEXT,
+    );
     reducedModule.FS.unlink(`/magic/${DATABASE}`);
     return new Libmagic(full, reduced, tiers);
   }
@@ -93,9 +107,12 @@ export class Libmagic {
     return module.FS.readFile(`/magic/${DATABASE}`);
   }
 
-  /** Whether `head` takes the full database (a removed test may match it). */
+  /**
+   * Whether `head` takes the full database: it may be text to libmagic, or a removed test may
+   * match it.
+   */
   takesFullDatabase(head: Uint8Array): boolean {
-    return this.tiers === null || this.tiers.mayMatchRemoved(head);
+    return this.tiers === null || !looksBinaryToLibmagic(head) || this.tiers.mayMatchRemoved(head);
   }
 
   /** The tiers' sizes in top-level tests (null: one tier). */
