@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { directStatementsOf } from './direct-statements.js';
 import type { Database } from './schema.js';
 
 /** Stands in for the i-th parameter while a template is built; never a value a caller passes. */
@@ -33,6 +34,8 @@ export class QueryTemplate<Args extends unknown[], Row = unknown> {
     const parameters = slots.map((slot) =>
       'argument' in slot ? args[slot.argument] : slot.constant,
     );
+    const direct = directStatementsOf(db, query.sql);
+    if (direct !== null) return direct.run<Row>(query.sql, parameters);
     return db.executeQuery<Row>({ ...query, parameters } as CompiledQuery<Row>);
   }
 

@@ -67,3 +67,61 @@ test('a template whose builder does not pass an argument through is refused, not
   );
   await assert.rejects(transformed.execute(store.db, 'ann'), /used 0 of its 1 arguments/);
 });
+
+test('templates run on the connection’s transactions as Kysely would: rolled back with one, blind to another’s open one', async (t) => {
+  const store = await storeForTest(t);
+  const account = (id: string, name: string) => ({
+    id: id.padStart(32, '0'),
+    name,
+    billingEmail: `${name}@example.com`,
+    subscription: '',
+    balance: 0,
+    startingBalance: 0,
+    enforceBalance: false,
+    creationDate: '2026-01-01T00:00:00Z',
+    modificationDate: '2026-01-01T00:00:00Z',
+    callbackSecret: 'secret',
+    active: true,
+  });
+  const rename = new QueryTemplate(2, (db, id: string, name: string) =>
+    db.updateTable('accounts').set({ name }).where('id', '=', id),
+  );
+  const nameOf = new QueryTemplate(1, (db, id: string) =>
+    db.selectFrom('accounts').select('name').where('id', '=', id),
+  );
+  const id = '1'.padStart(32, '0');
+  await store.accounts.insert(account('1', 'ann'));
+  const read = async () => (await nameOf.execute(store.db, id)).rows[0]?.name;
+
+  // A template's write inside a transaction that fails is undone with it.
+  await assert.rejects(
+    store.transaction(async (trx) => {
+      await rename.execute(trx.db, id, 'bob');
+      assert.equal((await nameOf.execute(trx.db, id)).rows[0]?.name, 'bob');
+      throw new Error('abandoned');
+    }),
+    /abandoned/,
+  );
+  assert.equal(await read(), 'ann', 'rolled back');
+
+  // A read outside, while another transaction has written and not ended, never sees its write.
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let written = () => {};
+  const hasWritten = new Promise<void>((resolve) => {
+    written = resolve;
+  });
+  const open = store.transaction(async (trx) => {
+    await rename.execute(trx.db, id, 'cy');
+    written();
+    await held;
+    throw new Error('rolled back at last');
+  });
+  await hasWritten;
+  const outside = read();
+  release();
+  await assert.rejects(open, /rolled back at last/);
+  assert.equal(await outside, 'ann', 'the other transaction’s write was never committed');
+});

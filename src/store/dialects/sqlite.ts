@@ -4,14 +4,17 @@ import SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  type DialectAdapter,
   type Driver,
   Kysely,
+  type QueryResult,
   type SqliteDatabase,
   SqliteDialect,
   type SqliteDialectConfig,
   SqliteDriver,
   type SqliteStatement,
 } from 'kysely';
+import { offerDirectStatements } from '../direct-statements.js';
 import { FileDataSync } from '../disk-sync.js';
 import type { Database } from '../schema.js';
 import { Store } from '../store.js';
@@ -30,12 +33,46 @@ class ImmediateTransactionDriver extends SqliteDriver {
 }
 
 class AssaySqliteDialect extends SqliteDialect {
-  constructor(private readonly settings: SqliteDialectConfig) {
+  constructor(
+    private readonly settings: SqliteDialectConfig & {
+      database: SqliteDatabase;
+      /** The connection itself, for whether a transaction is open on it. */
+      connection: SQLite.Database;
+    },
+  ) {
     super(settings);
   }
 
   override createDriver(): Driver {
     return new ImmediateTransactionDriver(this.settings);
+  }
+
+  // The statements every item runs (QueryTemplate) go straight to better-sqlite3 where that gives
+  // the same answer (direct-statements.ts): what Kysely's SQLite driver does with them, without
+  // its executor around it.
+  override createAdapter(): DialectAdapter {
+    const adapter = super.createAdapter();
+    const { database, connection } = this.settings;
+    offerDirectStatements(adapter, {
+      get inTransaction() {
+        return connection.inTransaction;
+      },
+      reads: (text) => database.prepare(text).reader,
+      run<Row>(text: string, parameters: readonly unknown[]): QueryResult<Row> {
+        const statement = database.prepare(text);
+        if (statement.reader) return { rows: statement.all(parameters) as Row[] };
+        const { changes, lastInsertRowid } = statement.run(parameters);
+        return {
+          numAffectedRows: changes === undefined || changes === null ? undefined : BigInt(changes),
+          insertId:
+            lastInsertRowid === undefined || lastInsertRowid === null
+              ? undefined
+              : BigInt(lastInsertRowid),
+          rows: [],
+        };
+      },
+    });
+    return adapter;
   }
 }
 
@@ -87,7 +124,10 @@ export async function openSqliteStore(
   const checkpoints = new SqliteCheckpoints(database.name, onCheckpointError);
   const store = new Store(
     new Kysely<Database>({
-      dialect: new AssaySqliteDialect({ database: withStatementCache(database) }),
+      dialect: new AssaySqliteDialect({
+        database: withStatementCache(database),
+        connection: database,
+      }),
     }),
     () => walSync.sync(),
     undefined,
