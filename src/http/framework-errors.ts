@@ -181,20 +181,22 @@ export const frameworkRefusals = fp(async (app: FastifyInstance) => {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => done(refusalOf(request)));
+  const refusalOf = (request: FastifyRequest): HttpError | undefined => {
     if (closing) {
       // Fastify has set `Connection: close`; another instance, or this one restarted, will answer.
-      throw new HttpError(503, 'the service is shutting down: retry shortly', {
+      return new HttpError(503, 'the service is shutting down: retry shortly', {
         'retry-after': '1',
       });
     }
     const expect = request.headers.expect;
     if (expect !== undefined && !/^\s*100-continue\s*$/i.test(expect)) {
-      throw new HttpError(417, 'Expect: only 100-continue is supported');
+      return new HttpError(417, 'Expect: only 100-continue is supported');
     }
     // RFC 9112 (3.2): an HTTP/1.1 request without Host is a 400.
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      throw new HttpError(400, 'an HTTP/1.1 request needs a Host header');
+      return new HttpError(400, 'an HTTP/1.1 request needs a Host header');
     }
-  });
+    return undefined;
+  };
 });

@@ -23,9 +23,17 @@ function asksForHtml(request: FastifyRequest): boolean {
  * answers unrouted requests in the error handler's onRequest hook: registered before it.
  */
 export const browserRoot = fp(async (app: FastifyInstance) => {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.is404 || (request.method !== 'GET' && request.method !== 'HEAD')) return;
-    if (originPath(request.url.split('?')[0] ?? '') !== '/' || !asksForHtml(request)) return;
-    return reply.redirect('/console', 303);
+  app.addHook('onRequest', (request, reply, done) => {
+    if (
+      !request.is404 ||
+      (request.method !== 'GET' && request.method !== 'HEAD') ||
+      originPath(request.url.split('?')[0] ?? '') !== '/' ||
+      !asksForHtml(request)
+    ) {
+      done();
+      return;
+    }
+    // Answered here: the hooks after this one and the 404 do not run.
+    reply.redirect('/console', 303);
   });
 });

@@ -45,10 +45,12 @@ export const proxyTrustWarnings = fp(async (app: FastifyInstance) => {
   }
   if (trust.kind !== 'none') return;
   let warned = false;
-  app.addHook('onRequest', async (request) => {
-    if (warned) return;
+  app.addHook('onRequest', (request, _reply, done) => {
     const { headers } = request;
-    if (headers['x-forwarded-for'] === undefined && headers.forwarded === undefined) return;
+    if (warned || (headers['x-forwarded-for'] === undefined && headers.forwarded === undefined)) {
+      done();
+      return;
+    }
     warned = true;
     request.log.warn(
       { remoteAddress: request.ip },
@@ -57,5 +59,6 @@ export const proxyTrustWarnings = fp(async (app: FastifyInstance) => {
         'authentications from any of them (ASSAY_AUTH_FAIL_*) lock out all of them; set ' +
         'ASSAY_TRUST_PROXY to the number of proxies in front or their addresses (this is said once)',
     );
+    done();
   });
 });

@@ -249,8 +249,8 @@ export const errorHandler = fp(async (app: FastifyInstance) => {
 
   // Decided before any body handling, so an unrouted request's body is never parsed or checked
   // (a Content-Type that is no media type, a QUERY without one): its answer is 404 or 405.
-  app.addHook('onRequest', async (request) => {
-    if (request.is404) throw app.unroutedError(request);
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.is404 ? app.unroutedError(request) : undefined);
   });
   // Reached only if the hook above did not answer; v1.0 sets its own, for its error format.
   app.setNotFoundHandler((request) => {

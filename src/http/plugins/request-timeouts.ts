@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { rawErrorAnswer, rawErrorContext } from '../framework-errors.js';
 
@@ -70,7 +70,11 @@ export const requestTimeouts = fp(async (app: FastifyInstance) => {
     }
   };
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
+    watch(request, reply);
+    done();
+  });
+  const watch = (request: FastifyRequest, reply: FastifyReply) => {
     if (request.raw.complete) return;
     const now = performance.now();
     const socket = request.raw.socket;
@@ -87,7 +91,7 @@ export const requestTimeouts = fp(async (app: FastifyInstance) => {
     // request's objects (parser, streams, clamd connection) outlived the young generation's
     // collections and filled the old one (a third of what 4 KB uploads promoted there).
     request.raw.once('end', () => watched.delete(entry));
-  });
+  };
   app.addHook('onReady', async () => {
     timer = setInterval(check, checkEveryMs);
     timer.unref();

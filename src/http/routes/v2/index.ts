@@ -18,11 +18,13 @@ export const API_VERSIONS: readonly ApiVersion[] = ['v2.0', 'v2.1', 'v2.2'];
 export default async function v2Routes(app: FastifyInstance, options: { version: ApiVersion }) {
   app.addHook('onRequest', app.authenticate);
   // An id with a NUL names nothing (PostgreSQL could not even look it up): 404 on either store.
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const params = request.params as Record<string, string | undefined>;
-    if (Object.values(params).some((value) => value?.includes('\u0000'))) {
-      throw new HttpError(404, 'no such resource: its id holds a NUL');
-    }
+    done(
+      Object.values(params).some((value) => value?.includes('\u0000'))
+        ? new HttpError(404, 'no such resource: its id holds a NUL')
+        : undefined,
+    );
   });
   await app.register(multipart);
   // Any other body type reaches the route unread (the app's `*` parser), which answers 400.
