@@ -75,9 +75,14 @@ export interface VerdictCacheOptions {
  * transaction by ResultRecorder); errors and partial verdicts get no key, nor do results that
  * reused one (the TTL counts from the scan, not from its reuses).
  */
+/** Key suffixes kept (one per account and signature set in use); all dropped past it. */
+const KEY_SUFFIXES = 1024;
+
 export class VerdictCache {
   /** Items looked up together (the jobs of one fetch, concurrent uploads) share a statement. */
   private readonly lookups: StatementGroups<string, ReusableVerdict | null>;
+  /** The key's second half by what it is hashed from (account, categories, versions). */
+  private readonly keySuffixes = new Map<string, string>();
 
   constructor(
     store: Store,
@@ -108,10 +113,17 @@ export class VerdictCache {
     const versions = await this.versions.current();
     if (versions === null) return null;
     const scope = this.options.mode === 'shared' ? '*' : accountId;
+    const material = ['verdict/2', scope, [...new Set(categories)].sort().join(','), versions].join(
+      '\0',
+    );
+    // The same for every item of an account until the signatures change: hashed once.
+    let rest = this.keySuffixes.get(material);
+    if (rest === undefined) {
+      rest = createHash('sha256').update(material).digest('hex');
+      if (this.keySuffixes.size >= KEY_SUFFIXES) this.keySuffixes.clear();
+      this.keySuffixes.set(material, rest);
+    }
     // The content's hash first: a claim finds its jobs' verdicts by that prefix (VerdictsToClaim).
-    const rest = createHash('sha256')
-      .update(['verdict/2', scope, [...new Set(categories)].sort().join(','), versions].join('\0'))
-      .digest('hex');
     return `${sha256}${rest}`;
   }
 
