@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { QueryTemplate } from '../../src/store/query-template.js';
 import { tempDir } from '../helpers/service.js';
+import { addAccount, openTestStore } from '../helpers/store-fixture.js';
 import { prepareStore } from '../helpers/test-database.js';
 
 async function storeForTest(t: { after: (fn: () => unknown) => void }) {
@@ -69,20 +70,7 @@ test('a template whose builder does not pass an argument through is refused, not
 });
 
 test('templates run on the connection’s transactions as Kysely would: rolled back with one, blind to another’s open one', async (t) => {
-  const store = await storeForTest(t);
-  const account = (id: string, name: string) => ({
-    id: id.padStart(32, '0'),
-    name,
-    billingEmail: `${name}@example.com`,
-    subscription: '',
-    balance: 0,
-    startingBalance: 0,
-    enforceBalance: false,
-    creationDate: '2026-01-01T00:00:00Z',
-    modificationDate: '2026-01-01T00:00:00Z',
-    callbackSecret: 'secret',
-    active: true,
-  });
+  const { store } = await openTestStore(t);
   const rename = new QueryTemplate(2, (db, id: string, name: string) =>
     db.updateTable('accounts').set({ name }).where('id', '=', id),
   );
@@ -90,7 +78,7 @@ test('templates run on the connection’s transactions as Kysely would: rolled b
     db.selectFrom('accounts').select('name').where('id', '=', id),
   );
   const id = '1'.padStart(32, '0');
-  await store.accounts.insert(account('1', 'ann'));
+  await addAccount(store, id);
   const read = async () => (await nameOf.execute(store.db, id)).rows[0]?.name;
 
   // A template's write inside a transaction that fails is undone with it.
@@ -102,7 +90,7 @@ test('templates run on the connection’s transactions as Kysely would: rolled b
     }),
     /abandoned/,
   );
-  assert.equal(await read(), 'ann', 'rolled back');
+  assert.equal(await read(), id, 'rolled back');
 
   // A read outside, while another transaction has written and not ended, never sees its write.
   let release = () => {};
@@ -123,5 +111,5 @@ test('templates run on the connection’s transactions as Kysely would: rolled b
   const outside = read();
   release();
   await assert.rejects(open, /rolled back at last/);
-  assert.equal(await outside, 'ann', 'the other transaction’s write was never committed');
+  assert.equal(await outside, id, 'the other transaction’s write was never committed');
 });
