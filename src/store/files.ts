@@ -39,11 +39,16 @@ type FileRowArguments = readonly [
   creationDate: string,
   verdictKey: string | null,
   fileName: string | null,
+  trace: string | null,
 ];
 
-const FILE_ROW_ARGUMENTS = 14;
+const FILE_ROW_ARGUMENTS = 15;
 
-function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowArguments {
+function fileRowArguments(
+  file: StoredFile,
+  verdictKey: string | null,
+  trace: string | null,
+): FileRowArguments {
   return [
     file.id,
     file.accountId,
@@ -59,13 +64,14 @@ function fileRowArguments(file: StoredFile, verdictKey: string | null): FileRowA
     file.creationDate,
     verdictKey,
     file.fileName ?? null,
+    trace,
   ];
 }
 
 /** The values of a file's insert; arguments passed through untouched (QueryTemplate). */
 function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
   const [id, accountId, apiKeyId, checksum, sha256, contentLength, contentType, findings] = row;
-  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey, fileName] = row;
+  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey, fileName, trace] = row;
   return {
     id,
     account_id: accountId,
@@ -81,6 +87,7 @@ function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
     creation_date: creationDate,
     verdict_key: verdictKey,
     file_name: fileName,
+    trace,
   };
 }
 
@@ -151,8 +158,13 @@ export class FileRepository {
   }
 
   /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
-  async insert(file: StoredFile, verdictKey: string | null = null): Promise<void> {
-    await insertFile.execute(this.db, ...fileRowArguments(file, verdictKey));
+  /** `trace`: the result's events written with it (inlineTrace), null when they are rows. */
+  async insert(
+    file: StoredFile,
+    verdictKey: string | null = null,
+    trace: string | null = null,
+  ): Promise<void> {
+    await insertFile.execute(this.db, ...fileRowArguments(file, verdictKey, trace));
   }
 
   /**

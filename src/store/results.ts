@@ -7,7 +7,7 @@ import { type ClaimedRow, claimedJob } from './job-claims.js';
 import { JobRepository } from './jobs.js';
 import { prepared } from './prepared.js';
 import type { Database } from './schema.js';
-import { TraceRepository } from './trace-events.js';
+import { inlineTrace, TraceRepository } from './trace-events.js';
 
 /** What a finished item writes: its row, its trace, and its charge. */
 export interface ResultRows {
@@ -18,6 +18,10 @@ export interface ResultRows {
   verdictKey: string | null;
   /** Added to the account's balance (negative: a charge); 0 writes nothing. */
   credits: number;
+  /**
+   * The result's events. Written with its row (inlineTrace) when it has no job, so no event came
+   * before them; a job's events follow the rows written while it ran.
+   */
   events: readonly TraceEvent[];
 }
 
@@ -61,7 +65,7 @@ function finishedItems(
         n int, job_id text, id text, account_id text, api_key_id text, checksum text,
         sha256 text, content_length bigint, content_type text, findings text, metadata text,
         callback text, error text, creation_date text, verdict_key text, credits bigint,
-        file_name text)
+        file_name text, trace text)
     ),
     finished AS (
       DELETE FROM jobs WHERE id = ANY(${jobIds}::text[]) RETURNING id
@@ -71,9 +75,10 @@ function finishedItems(
     ),
     result_file AS (
       INSERT INTO files (id, account_id, api_key_id, checksum, sha256, content_length,
-        content_type, findings, metadata, callback, error, creation_date, verdict_key, file_name)
+        content_type, findings, metadata, callback, error, creation_date, verdict_key, file_name,
+        trace)
       SELECT id, account_id, api_key_id, checksum, sha256, content_length, content_type,
-        findings, metadata, callback, error, creation_date, verdict_key, file_name
+        findings, metadata, callback, error, creation_date, verdict_key, file_name, trace
       FROM kept ORDER BY n
     ),
     result_trace AS (
@@ -173,9 +178,9 @@ export class ResultRepository {
         written.push(false);
         continue;
       }
-      await files.insert(file, verdictKey);
+      await files.insert(file, verdictKey, jobId === undefined ? inlineTrace(events) : null);
       if (credits !== 0) await accounts.addCredits(file.accountId, credits);
-      await trace.appendAll(file.id, events);
+      if (jobId !== undefined) await trace.appendAll(file.id, events);
       written.push(true);
     }
     return written;
@@ -185,7 +190,7 @@ export class ResultRepository {
     items: readonly ResultRows[],
     claim: ClaimWithResults | undefined,
   ): Promise<{ written: boolean[]; claimed: Job[] }> {
-    const rows = items.map(({ file, jobId, verdictKey, credits }, n) => ({
+    const rows = items.map(({ file, jobId, verdictKey, credits, events }, n) => ({
       n,
       job_id: jobId ?? null,
       id: file.id,
@@ -203,9 +208,17 @@ export class ResultRepository {
       verdict_key: verdictKey,
       credits,
       file_name: file.fileName ?? null,
+      trace: jobId === undefined ? inlineTrace(events) : null,
     }));
-    const events = items.flatMap(({ events }, n) =>
-      events.map((event, ord) => ({ n, ord, timestamp: event.timestamp, message: event.message })),
+    const events = items.flatMap(({ events, jobId }, n) =>
+      jobId === undefined
+        ? []
+        : events.map((event, ord) => ({
+            n,
+            ord,
+            timestamp: event.timestamp,
+            message: event.message,
+          })),
     );
     const jobIds = items.flatMap(({ jobId }) => (jobId === undefined ? [] : [jobId]));
     const { rows: out } = await finishedItems(

@@ -61,6 +61,11 @@ export interface FilesTable {
   verdict_key: string | null;
   /** The name the client gave the file (at most 255 bytes); console only, never in the API's result. */
   file_name: string | null;
+  /**
+   * A synchronous result's trace as recorded with it: a JSON array of [timestamp, message] pairs
+   * (TraceRepository); later events are rows of trace_events. Null otherwise (migration 0027).
+   */
+  trace: string | null;
 }
 
 export interface JobsTable {

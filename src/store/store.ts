@@ -36,6 +36,7 @@ import * as keyAccountRateLimit from './migrations/0023-key-account-rate-limit.j
 import * as fileNames from './migrations/0024-file-names.js';
 import * as resultRetention from './migrations/0025-result-retention.js';
 import * as bucketSources from './migrations/0026-bucket-sources.js';
+import * as inlineTrace from './migrations/0027-inline-trace.js';
 import { NodeHeartbeatRepository } from './node-heartbeats.js';
 import { RateBucketRepository } from './rate-buckets.js';
 import { ResultRepository } from './results.js';
@@ -73,6 +74,7 @@ const migrations: Record<string, Migration> = {
   '0024-file-names': fileNames,
   '0025-result-retention': resultRetention,
   '0026-bucket-sources': bucketSources,
+  '0027-inline-trace': inlineTrace,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -20,6 +20,22 @@ const insertEvents = Array.from(
     ),
 );
 
+/**
+ * Events written with a result's row (files.trace): a JSON array of [timestamp, message] pairs,
+ * one column instead of a row and an index entry per event.
+ */
+export function inlineTrace(events: readonly TraceEvent[]): string {
+  return JSON.stringify(events.map((event) => [event.timestamp, event.message]));
+}
+
+function eventsOfInlineTrace(trace: string | null | undefined): TraceEvent[] {
+  if (trace === null || trace === undefined) return [];
+  return (JSON.parse(trace) as [string, string][]).map(([timestamp, message]) => ({
+    timestamp,
+    message,
+  }));
+}
+
 export class TraceRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -52,12 +68,19 @@ export class TraceRepository {
       .execute();
   }
 
+  /** The events written with the result (inlineTrace), then its rows in order. */
   async list(fileId: string): Promise<TraceEvent[]> {
-    return this.db
+    const file = await this.db
+      .selectFrom('files')
+      .select('trace')
+      .where('id', '=', fileId)
+      .executeTakeFirst();
+    const rows = await this.db
       .selectFrom('trace_events')
       .select(['timestamp', 'message'])
       .where('file_id', '=', fileId)
       .orderBy('seq')
       .execute();
+    return [...eventsOfInlineTrace(file?.trace), ...rows];
   }
 }

@@ -112,6 +112,49 @@ test('results’ rows, their whole traces in order and their charges are written
   assert.equal(again, false, 'a job finishes once');
 });
 
+test('a result without a job keeps its trace in its row; events added later follow it', async (t) => {
+  const dataDir = tempDir();
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = await openStore(
+    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
+  );
+  t.after(() => store.close());
+  await store.accounts.insert({
+    id: ACCOUNT,
+    name: 'inline',
+    billingEmail: '',
+    subscription: '',
+    balance: 0,
+    startingBalance: 0,
+    enforceBalance: false,
+    creationDate: '2026-01-01T00:00:00Z',
+    modificationDate: '2026-01-01T00:00:00Z',
+    callbackSecret: 'secret',
+    active: true,
+  });
+  // Two at once (one statement on PostgreSQL), then one alone.
+  const ids = ['7'.repeat(32), '8'.repeat(32), '9'.repeat(32)];
+  const events = eventsOf(6).map((event, i) => ({ ...event, message: `${event.message} “${i}”` }));
+  const rowsOf = (id: string) => ({
+    file: fileOf(id, []),
+    verdictKey: null,
+    credits: -1,
+    events,
+  });
+  assert.deepEqual(await store.results.recordFinished(ids.slice(0, 2).map(rowsOf)), [true, true]);
+  assert.deepEqual(await store.results.recordFinished([rowsOf(ids[2] as string)]), [true]);
+  const rows = await store.db
+    .selectFrom('trace_events')
+    .select('file_id')
+    .where('file_id', 'in', ids)
+    .execute();
+  assert.deepEqual(rows, [], 'no trace rows: the events are in the result’s row');
+  const later = { timestamp: '2026-11-23T10:00:01.000Z', message: 'callback delivered' };
+  await store.trace.append(ids[0] as string, later.message, later.timestamp);
+  assert.deepEqual(await store.trace.list(ids[0] as string), [...events, later]);
+  assert.deepEqual(await store.trace.list(ids[2] as string), events);
+});
+
 test('ids are unique and in the order they were made; a token’s id takes nothing from the clock', async () => {
   const ids = Array.from({ length: 5000 }, () => newId());
   assert.equal(new Set(ids).size, ids.length);
