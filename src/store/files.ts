@@ -71,7 +71,8 @@ function fileRowArguments(
 /** The values of a file's insert; arguments passed through untouched (QueryTemplate). */
 function fileRowValues(row: FileRowArguments): Insertable<FilesTable> {
   const [id, accountId, apiKeyId, checksum, sha256, contentLength, contentType, findings] = row;
-  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey, fileName, trace] = row;
+  const [, , , , , , , , metadata, callback, error, creationDate, verdictKey, fileName, trace] =
+    row;
   return {
     id,
     account_id: accountId,
