@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { newId, newTokenId } from '../../src/accounts/credentials.js';
-import { loadConfig } from '../../src/config.js';
 import type { StoredFile, TraceEvent } from '../../src/domain/records.js';
-import { openStore } from '../../src/store/open-store.js';
-import { tempDir } from '../helpers/service.js';
-import { prepareStore } from '../helpers/test-database.js';
+import { addAccount, openTestStore } from '../helpers/store-fixture.js';
 
 const ACCOUNT = 'a'.repeat(32);
 
@@ -35,25 +31,8 @@ const eventsOf = (count: number): TraceEvent[] =>
   }));
 
 test('results’ rows, their whole traces in order and their charges are written together, each only while its job is there', async (t) => {
-  const dataDir = tempDir();
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(
-    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
-  );
-  t.after(() => store.close());
-  await store.accounts.insert({
-    id: ACCOUNT,
-    name: 'results',
-    billingEmail: '',
-    subscription: '',
-    balance: 100,
-    startingBalance: 100,
-    enforceBalance: false,
-    creationDate: '2026-01-01T00:00:00Z',
-    modificationDate: '2026-01-01T00:00:00Z',
-    callbackSecret: 'secret',
-    active: true,
-  });
+  const { store } = await openTestStore(t);
+  await addAccount(store, ACCOUNT, 100);
   // 5 events, 20, none charged, and an error: written together (one statement on PostgreSQL).
   const cases = [
     { id: '1'.repeat(32), findings: [], events: 5, credits: -1 },
@@ -113,25 +92,8 @@ test('results’ rows, their whole traces in order and their charges are written
 });
 
 test('a result without a job keeps its trace in its row; events added later follow it', async (t) => {
-  const dataDir = tempDir();
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await openStore(
-    loadConfig({ ASSAY_DATA_DIR: dataDir, ...(await prepareStore(dataDir)) }),
-  );
-  t.after(() => store.close());
-  await store.accounts.insert({
-    id: ACCOUNT,
-    name: 'inline',
-    billingEmail: '',
-    subscription: '',
-    balance: 0,
-    startingBalance: 0,
-    enforceBalance: false,
-    creationDate: '2026-01-01T00:00:00Z',
-    modificationDate: '2026-01-01T00:00:00Z',
-    callbackSecret: 'secret',
-    active: true,
-  });
+  const { store } = await openTestStore(t);
+  await addAccount(store, ACCOUNT, 0);
   // Two at once (one statement on PostgreSQL), then one alone.
   const ids = ['7'.repeat(32), '8'.repeat(32), '9'.repeat(32)];
   const events = eventsOf(6).map((event, i) => ({ ...event, message: `${event.message} “${i}”` }));
