@@ -56,8 +56,11 @@ export async function startAssay(
   const port = env.ASSAY_PORT === undefined ? await freePort() : Number(env.ASSAY_PORT);
   // BENCH_ASSAY_NODE_ARGS="--cpu-prof" profiles the service under the benchmark's load.
   const nodeArgs = (process.env.BENCH_ASSAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const command = [...wrapper, process.execPath, ...nodeArgs, 'bin/assay.js', 'serve'];
+  // BENCH_ASSAY_ROOT: another built checkout's service instead of this one's (bench/baseline.ts).
+  const root = process.env.BENCH_ASSAY_ROOT ?? process.cwd();
+  const command = [...wrapper, process.execPath, ...nodeArgs, join(root, 'bin/assay.js'), 'serve'];
   const child = spawn(command[0] as string, command.slice(1), {
+    cwd: root,
     env: {
       ...process.env,
       ASSAY_PORT: String(port),
