@@ -158,8 +158,10 @@ export class FileRepository {
     this.findsVerdictsTogether = db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
-  /** `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict. */
-  /** `trace`: the result's events written with it (inlineTrace), null when they are rows. */
+  /**
+   * `verdictKey`: the verdict cache's key of a result scanned now with a complete verdict;
+   * `trace`: the result's events written with it (inlineTrace), null when they are rows.
+   */
   async insert(
     file: StoredFile,
     verdictKey: string | null = null,
