@@ -144,34 +144,31 @@ async function benchSize(size: Size, run: Run): Promise<Record<Service, Rounds>>
   };
   const contents = Array.from({ length: Math.min(size.count, 64) }, () => randomBytes(size.size));
   let tag = 0;
+  // File i of the round tagged `roundTag`: unique in the whole run.
+  const contentOf = (i: number, roundTag: number) => {
+    const content = contents[i % contents.length] as Buffer;
+    content.writeUInt32LE(i, 0);
+    content.writeUInt32LE(roundTag, 4);
+    return content;
+  };
   // One round of each, not counted, at this size and concurrency: the code paths of this load
   // (V8's optimised code, group commits, pooled buffers) settle before either service is timed.
   for (const service of ['assay', 'peer'] as const) {
-    tag++;
-    const warmTag = tag;
-    await runConcurrently(size.count, size.concurrency, (i) => {
-      const content = contents[i % contents.length] as Buffer;
-      content.writeUInt32LE(i, 0);
-      content.writeUInt32LE(warmTag, 4);
-      return upload(run, service, content);
-    });
+    const warmTag = ++tag;
+    await runConcurrently(size.count, size.concurrency, (i) =>
+      upload(run, service, contentOf(i, warmTag)),
+    );
   }
   console.log(`  (a round of each first, not counted)`);
   for (let round = 0; round < ROUNDS; round++) {
     // The order swaps each round, so neither service always runs on a machine the other warmed.
     const order: Service[] = round % 2 === 0 ? ['assay', 'peer'] : ['peer', 'assay'];
     for (const service of order) {
-      tag++;
-      const next = (i: number) => {
-        const content = contents[i % contents.length] as Buffer;
-        content.writeUInt32LE(i, 0);
-        content.writeUInt32LE(tag, 4);
-        return content;
-      };
+      const roundTag = ++tag;
       const pid = run.pids[service];
       const before = [cpuSeconds(pid), cpuSeconds(run.pids.clamd)];
       const { latencies, seconds } = await runConcurrently(size.count, size.concurrency, (i) =>
-        upload(run, service, next(i)),
+        upload(run, service, contentOf(i, roundTag)),
       );
       const stats = summarise(latencies, seconds, size.size);
       const [cpu, clamdCpu] = [cpuSeconds(pid), cpuSeconds(run.pids.clamd)].map(
