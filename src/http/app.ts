@@ -53,7 +53,7 @@ export async function buildApp(
     genReqId: () => randomUUID(),
     // A client-supplied id could collide or lie; ours is always a fresh UUID.
     requestIdHeader: false,
-    // Uploads stream through @fastify/multipart and are limited there, not by bodyLimit.
+    // Uploads stream through their routes' multipart reader and are limited there, not by bodyLimit.
     bodyLimit: 1024 * 1024,
     // Refused in the service's shape instead (see frameworkRefusals).
     return503OnClosing: false,

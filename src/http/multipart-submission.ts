@@ -7,6 +7,12 @@ import {
   MAX_CALLBACK_METADATA_BYTES,
 } from '../processing/result-recorder.js';
 import { HttpError } from './http-error.js';
+import {
+  isMultipartFormData,
+  type MultipartLimits,
+  multipartBoundary,
+  multipartParts,
+} from './multipart-reader.js';
 import { fromClient } from './request-body.js';
 
 /** Bytes a multipart body may carry beyond the file itself: boundaries, headers, text fields. */
@@ -146,7 +152,7 @@ export function declaredLength(request: FastifyRequest): number {
 
 /** Refuses what cannot be an acceptable upload before reading a byte of it. */
 export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number): void {
-  if (!request.isMultipart()) {
+  if (!isMultipartFormData(request.headers['content-type'])) {
     throw new HttpError(400, 'the request must be multipart/form-data with a part named file');
   }
   const declared = Number(request.headers['content-length']);
@@ -158,15 +164,25 @@ export function checkUploadHeaders(request: FastifyRequest, maxFileSize: number)
 const MALFORMED = 'malformed multipart body';
 
 /**
- * What one upload's parts may hold: busboy counts them as they stream, so text fields buffer at
- * most MAX_FIELD_BYTES each and a part too many ends the body with 413. One byte over the file
- * size reaches the consumer, which refuses it with 413.
+ * What the console's uploads may hold (@fastify/multipart and busboy: text fields buffer at most
+ * MAX_FIELD_BYTES each, a part too many ends the body with 413; one byte over the file size
+ * reaches the consumer, which refuses it with 413).
  */
 export function uploadPartLimits(maxFileSize: number) {
   return {
     fileSize: maxFileSize + 1,
     fieldSize: MAX_FIELD_BYTES,
     fields: MAX_METADATA_ENTRIES + 10,
+  };
+}
+
+/** What one API upload's body may hold (see multipart-reader.ts). */
+function uploadLimits(maxFileSize: number): MultipartLimits {
+  return {
+    bodyBytes: maxFileSize + MULTIPART_OVERHEAD,
+    fieldBytes: MAX_FIELD_BYTES,
+    fields: MAX_METADATA_ENTRIES + 10,
+    parts: 1000,
   };
 }
 
@@ -186,6 +202,8 @@ export async function readUploadForm<T>(
   onFile: (content: AsyncIterable<Buffer>) => Promise<T>,
 ): Promise<{ file: T | null; fileName: string | null; fields: SubmissionFields }> {
   checkUploadHeaders(request, options.maxFileSize);
+  const boundary = multipartBoundary(request.headers['content-type']);
+  if (boundary === null) throw new HttpError(400, `${MALFORMED}: its Content-Type has no boundary`);
   const collector = new FieldCollector(
     options.policy,
     options.acceptMetadata,
@@ -193,20 +211,18 @@ export async function readUploadForm<T>(
   );
   let file: { value: T } | null = null;
   let fileName: string | null = null;
-  const parts = fromClient(
-    request.parts({ limits: uploadPartLimits(options.maxFileSize) }),
-    MALFORMED,
-  );
-  for await (const part of parts) {
-    if (part.type === 'field') {
-      collector.add(part.fieldname, String(part.value), part.valueTruncated);
-    } else if (part.fieldname !== 'file') {
-      part.file.resume(); // not ours: skip it
+  // Not destroyed when left early: the error handler drains or closes what is left of the body.
+  const body = fromClient<Buffer>(request.raw.iterator({ destroyOnReturn: false }), MALFORMED);
+  for await (const part of multipartParts(body, boundary, uploadLimits(options.maxFileSize))) {
+    if (part.kind === 'field') {
+      collector.add(part.name, part.value, part.truncated);
+    } else if (part.name !== 'file') {
+      // not ours: skipped unread
     } else if (file !== null) {
       throw new HttpError(400, 'send exactly one part named file');
     } else {
       fileName = keptFileName(part.filename);
-      file = { value: await onFile(fromClient<Buffer>(part.file, MALFORMED)) };
+      file = { value: await onFile(part.content) };
     }
   }
   if (file !== null && collector.fields.location !== null) {

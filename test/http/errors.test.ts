@@ -102,6 +102,28 @@ describe('bad input gets a clear error', () => {
     assert.equal(ping.status, 200);
   });
 
+  test('a body refused half read is drained: the connection serves the next request', async (t) => {
+    const svc = await buildService(t, env());
+    const fields = Array.from(
+      { length: 200 },
+      (_, i) => `--XYZ\r\nContent-Disposition: form-data; name="unused${i}"\r\n\r\nv\r\n`,
+    ).join('');
+    const tooMany = `${fields}--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nhello\r\n--XYZ--\r\n`;
+    const good =
+      '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nhello\r\n--XYZ--\r\n';
+    const request = (body: string) =>
+      `POST /v2.2/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${svc.auth}\r\n` +
+      `Content-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    // Both requests at once on one connection: the second is read only once the first's body is.
+    const answer = await rawRequest(
+      Number(new URL(svc.url).port),
+      request(tooMany) + request(good),
+    );
+    const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => match[1]);
+    assert.deepEqual(statuses, ['413', '201'], answer);
+    assert.match(answer, /"error":"at most 110 fields are allowed"/);
+  });
+
   test('a client that half-closes its socket after the request still gets the result', async (t) => {
     const svc = await buildService(t, env());
     const body =

@@ -1,4 +1,3 @@
-import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ApiVersion } from '../../../processing/file-result.js';
 import { HttpError } from '../../http-error.js';
@@ -26,8 +25,8 @@ export default async function v2Routes(app: FastifyInstance, options: { version:
         : undefined,
     );
   });
-  await app.register(multipart);
-  // Any other body type reaches the route unread (the app's `*` parser), which answers 400.
+  // Uploads reach their route unread (the app's `*` parser) and are read there
+  // (multipart-reader.ts); any other body type is refused by its route with 400.
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: MAX_FORM_BYTES },
