@@ -3,7 +3,10 @@
  * (magic-tiers.ts): the full database, and one without the tests a head rules out cheaply.
  * Each tier is its own WASM instance, since libmagic keeps one loaded database per instance.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import libmagicWrapper from 'wasmagic/dist/libmagic-wrapper.js';
+import { stripEmbeddedFile } from './libmagic-binary.js';
 import {
   looksBinaryToLibmagic,
   MAGIC_NO_CHECK_ENCODING,
@@ -24,20 +27,43 @@ interface Instance {
 
 type LibmagicModule = Awaited<ReturnType<typeof createLibmagicModule>>;
 
+interface Binary {
+  /** wasmagic's binary without its embedded database; null: the binary as it is. */
+  binary: Uint8Array | null;
+  /** The database it embeds (null: read from the instance's file system). */
+  database: Uint8Array | null;
+}
+
 /**
- * Loads `database` (compiled) into a new instance with libmagic's `flags` (beside
- * MAGIC_MIME_TYPE); the bundled database when it is omitted.
+ * wasmagic's binary without its embedded database, and the database (libmagic-binary.ts), read
+ * anew for each use: held, the database would stay resident (10.8 MB) in the thread.
+ */
+export function libmagicBinary(): Binary {
+  try {
+    const path = createRequire(import.meta.url).resolve('wasmagic/dist/libmagic-wrapper.wasm');
+    const { binary, file } = stripEmbeddedFile(readFileSync(path), `/magic/${DATABASE}`);
+    return { binary, database: file };
+  } catch {
+    return { binary: null, database: null };
+  }
+}
+
+/**
+ * Loads `database` (compiled) into a new instance of `binary` (wasmagic's when null) with
+ * libmagic's `flags` (beside MAGIC_MIME_TYPE); the bundled database when it is null.
  */
 async function load(
-  database?: Uint8Array,
+  binary: Uint8Array | null,
+  database: Uint8Array | null,
   flags = 0,
 ): Promise<{ instance: Instance; module: LibmagicModule }> {
-  const module = await createLibmagicModule({});
+  const module = await createLibmagicModule(binary === null ? {} : { wasmBinary: binary });
   module.printOverride = () => {};
   module.FS.chdir('/magic');
-  if (database !== undefined) {
+  if (database !== null) {
     module.FS.unlink(`/magic/${DATABASE}`);
-    module.FS.writeFile(`/magic/${DATABASE}`, database);
+    // Owned, not copied: libmagic reads it into its own memory, then the file is unlinked.
+    module.FS.createDataFile('/magic', DATABASE, database, true, false, true);
   }
   const error = module.ccall(
     'magic_wrapper_load',
@@ -85,15 +111,17 @@ export class Libmagic {
 
   /** `tiered: false` loads the full database only (the reference the tests compare against). */
   static async create({ tiered = true }: { tiered?: boolean } = {}): Promise<Libmagic> {
-    const { instance: full, module } = await load();
-    if (!tiered) return new Libmagic(full, null, null);
-    const tiers = splitOrNull(module.FS.readFile(`/magic/${DATABASE}`));
+    const { binary, database } = libmagicBinary();
+    const { instance: full, module } = await load(binary, database);
     // The loaded copy is all libmagic needs; the file would keep 10 MB of the instance's heap.
+    const tiers = tiered ? splitOrNull(database ?? module.FS.readFile(`/magic/${DATABASE}`)) : null;
     module.FS.unlink(`/magic/${DATABASE}`);
+    if (!tiered) return new Libmagic(full, null, null);
     if (tiers === null) return new Libmagic(full, null, null);
     // The reduced tier only sees heads proved binary (magic-encoding.ts): libmagic's own encoding
     // checks would only say so again, at more cost than its tests.
     const { instance: reduced, module: reducedModule } = await load(
+      binary,
       tiers.reduced,
       MAGIC_NO_CHECK_ENCODING | MAGIC_NO_CHECK_TEXT,
     );
@@ -103,6 +131,8 @@ export class Libmagic {
 
   /** The compiled database wasmagic bundles (what `create` loads). */
   static async bundledDatabase(): Promise<Uint8Array> {
+    const { database } = libmagicBinary();
+    if (database !== null) return database;
     const module = await createLibmagicModule({});
     return module.FS.readFile(`/magic/${DATABASE}`);
   }
