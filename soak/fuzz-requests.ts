@@ -30,6 +30,22 @@ export function caseSeed(runSeed: number, index: number): number {
   return seeded((runSeed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0).int(2 ** 32);
 }
 
+/** What a multipart body is made of, for `mutateBytes` to insert where they do most harm. */
+export function multipartTokens(boundary: string): string[] {
+  return [
+    '\r\n',
+    '--',
+    boundary,
+    '"',
+    ';',
+    '=',
+    'name=',
+    'filename=',
+    '\0',
+    'Content-Disposition: ',
+  ];
+}
+
 /** Flips, drops, truncates, duplicates and inserts bytes and `tokens` in `body`. */
 export function mutateBytes(rng: Rng, seedBody: Buffer, tokens: readonly string[]): Buffer {
   let body = Buffer.from(seedBody);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
-import { mutateBytes, seeded } from '../../soak/fuzz-requests.js';
+import { multipartTokens, mutateBytes, seeded } from '../../soak/fuzz-requests.js';
 import { buildService, useSharedClamd } from '../helpers/service.js';
 
 const clamd = useSharedClamd();
@@ -16,18 +16,7 @@ const SEED_BODY = Buffer.from(
     `--${BOUNDARY}\r\nContent-Disposition: form-data; name="callback"\r\n\r\nhttps://example.com/cb\r\n` +
     `--${BOUNDARY}--\r\n`,
 );
-const TOKENS = [
-  '\r\n',
-  '--',
-  BOUNDARY,
-  '"',
-  ';',
-  '=',
-  'name=',
-  'filename=',
-  '\0',
-  'Content-Disposition: ',
-];
+const TOKENS = multipartTokens(BOUNDARY);
 
 function send(port: number, head: string, body: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
