@@ -8,22 +8,13 @@ import {
   multipartBoundary,
   multipartParts,
 } from '../../src/http/multipart-reader.js';
+import { END, field, file, part, pieces } from '../helpers/multipart-bodies.js';
 
 const LIMITS: MultipartLimits = { bodyBytes: 1 << 20, fieldBytes: 1024, fields: 20, parts: 50 };
 
 type Read =
   | { kind: 'field'; name: string; value: string; truncated: boolean }
   | { kind: 'file'; name: string; filename: string | undefined; content: string };
-
-/** Feeds `body` in the given piece sizes (cycled), as a socket would hand it over. */
-async function* pieces(body: Buffer, sizes: number[]): AsyncGenerator<Buffer> {
-  let offset = 0;
-  for (let i = 0; offset < body.length; i++) {
-    const size = sizes[i % sizes.length] as number;
-    yield body.subarray(offset, offset + size);
-    offset += size;
-  }
-}
 
 /** Every part of `body`, file contents read whole (latin1, to compare bytes as text). */
 async function readAll(
@@ -55,13 +46,6 @@ async function failure(body: Buffer | string, options: Parameters<typeof readAll
   }
   assert.fail('the body was read without an error');
 }
-
-const part = (headers: string, content: string) => `--XYZ\r\n${headers}\r\n\r\n${content}\r\n`;
-const field = (name: string, value: string) =>
-  part(`Content-Disposition: form-data; name="${name}"`, value);
-const file = (content: string, name = 'file', filename = 'a.bin') =>
-  part(`Content-Disposition: form-data; name="${name}"; filename="${filename}"`, content);
-const END = '--XYZ--\r\n';
 
 describe('the multipart reader', () => {
   test('reads fields and a file, the same however the body is split', async () => {
@@ -215,53 +199,5 @@ describe('the multipart reader', () => {
       (outcomes.get('read') ?? 0) > 0 && (outcomes.get('400') ?? 0) > 0,
       JSON.stringify([...outcomes]),
     );
-  });
-
-  test('takes time linear in the body, whatever its bytes and however they are split', async (t) => {
-    /** Milliseconds to read `body`, the best of three (the machine is shared). */
-    const timed = async (body: Buffer, sizes: number[]) => {
-      let best = Number.POSITIVE_INFINITY;
-      for (let round = 0; round < 3; round++) {
-        const started = performance.now();
-        try {
-          // Bytes counted, not kept: what is kept would be the test's garbage to collect.
-          const limits = { ...LIMITS, bodyBytes: 1 << 26, parts: 1 << 20 };
-          for await (const part of multipartParts(pieces(body, sizes), 'XYZ', limits)) {
-            if (part.kind === 'file') for await (const _ of part.content);
-          }
-        } catch {
-          // a refusal is an outcome too: only the time matters here
-        }
-        best = Math.min(best, performance.now() - started);
-      }
-      return best;
-    };
-    const hostile: Array<[string, (size: number) => Buffer, number[]]> = [
-      ['delimiter prefixes', (n) => Buffer.from(file('\r\n--XY'.repeat(n / 6)) + END), [1 << 16]],
-      [
-        'delimiter prefixes, in 5-byte pieces',
-        (n) => Buffer.from(file('\r\n--XY'.repeat(n / 6)) + END),
-        [5],
-      ],
-      ['carriage returns', (n) => Buffer.from(file('\r'.repeat(n)) + END), [1 << 16]],
-      ['carriage returns, a byte at a time', (n) => Buffer.from(file('\r'.repeat(n)) + END), [1]],
-      [
-        'a header trickled',
-        (n) => Buffer.from(`--XYZ\r\nX: ${'\r'.repeat(Math.min(n, 15_000))}`),
-        [1],
-      ],
-      ['empty parts', (n) => Buffer.from(`--XYZ\r\n\r\n\r\n`.repeat(n / 11) + END), [1 << 16]],
-    ];
-    for (const [what, make, sizes] of hostile) {
-      const small = await timed(make(2_000), sizes);
-      const large = await timed(make(32_000), sizes);
-      t.diagnostic(`${what}: ${small.toFixed(1)} ms, ${large.toFixed(1)} ms`);
-      // Linear is ~16x (a capped input less); quadratic would be ~256x.
-      const ratio = large / Math.max(small, 0.5);
-      assert.ok(
-        ratio < 48,
-        `${what}: 16x the input took ${ratio.toFixed(1)}x as long (${small.toFixed(1)} ms, ${large.toFixed(1)} ms)`,
-      );
-    }
   });
 });
