@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -20,6 +20,19 @@ async function freePort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * Debian 13's Squid, unpacked beside the system's by scripts/install-test-squid.sh (`./setup.sh
+ * --test`): Debian 12's Squid 5.7 stalls on RESPMOD bodies over 64 KiB (Squid's bug 5352, see
+ * docs/ICAP.md), 13's does not. ASSAY_TEST_SQUID names another Squid binary to use.
+ */
+export function squidBinary(): string {
+  const binary = process.env.ASSAY_TEST_SQUID ?? '/usr/local/lib/squid-debian13/squid';
+  if (!existsSync(binary)) {
+    throw new Error(`${binary} is missing: run ./setup.sh --test (scripts/install-test-squid.sh)`);
+  }
+  return binary;
 }
 
 /**
@@ -54,7 +67,7 @@ export async function startSquid(t: TestContext, icapUrl: string): Promise<Runni
   ].join('\n');
   const file = join(dir, 'squid.conf');
   writeFileSync(file, `${config}\n`);
-  const child: ChildProcess = spawn('squid', ['-N', '-f', file], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(squidBinary(), ['-N', '-f', file], { stdio: 'ignore' });
   t.after(async () => {
     child.kill('SIGKILL');
     await sleep(50);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { eicar } from '../../src/engines/test-content.js';
-import { startServe } from '../helpers/cli.js';
 import { randomContent } from '../helpers/content.js';
 import {
   buildIcapService,
@@ -13,39 +12,13 @@ import {
   icapRequest,
   RawIcapConnection,
 } from '../helpers/icap.js';
+import { serveIcap } from '../helpers/icap-serve.js';
 import { tempDir, useSharedClamd } from '../helpers/service.js';
 import { writeSelfSignedCertificate } from '../helpers/tls.js';
 
 // The ICAP listener as deployed: ICAPS beside plain ICAP, and several processes on one port.
 
 const clamd = useSharedClamd();
-
-/** `assay serve` with the ICAP listener (service avscan, its key bootstrapped) and its port. */
-async function serveIcap(
-  t: TestContext,
-  dataDir: string,
-  env: Record<string, string> = {},
-  serveArgs: string[] = [],
-) {
-  const serve = await startServe(
-    t,
-    {
-      ASSAY_DATA_DIR: dataDir,
-      ASSAY_BOOTSTRAP_CREDENTIALS: 'icap-key:icap-secret-0123456789',
-      ASSAY_CLAMD: clamd.socket,
-      ASSAY_ICAP_PORT: '0',
-      ASSAY_ICAP_SERVICES: 'avscan=icap-key',
-      ASSAY_SHUTDOWN_GRACE: '0',
-      ...env,
-    },
-    [],
-    serveArgs,
-  );
-  const serving = serve.records.find((record) => record.msg === 'assay is serving');
-  const port = Number(/:(\d+)$/.exec(String(serving?.icap ?? ''))?.[1]);
-  assert.ok(port > 0, `the serving line names the ICAP URL: ${JSON.stringify(serving)}`);
-  return { serve, port };
-}
 
 describe('ICAP deployments', () => {
   test('ICAPS on a port of its own, with the HTTP listener’s certificate; plain ICAP keeps working', async (t) => {
@@ -82,7 +55,7 @@ describe('ICAP deployments', () => {
   test('under --processes every process serves ICAP on the one port, with the same ISTag', async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const { serve, port } = await serveIcap(t, dataDir, {}, ['--processes', '2']);
+    const { serve, port } = await serveIcap(t, dataDir, clamd.socket, {}, ['--processes', '2']);
     const tags = new Set<string>();
     const content = Buffer.from(eicar());
     const clean = randomContent(2000);
@@ -118,14 +91,10 @@ describe('ICAP deployments', () => {
   test("a body's size does not show in the service's memory", async (t) => {
     const dataDir = tempDir();
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const { serve, port } = await serveIcap(t, dataDir, {
+    const { port, peakRss } = await serveIcap(t, dataDir, clamd.socket, {
       // The shared clamd takes streams of up to 200 MiB.
       ASSAY_MAX_FILE_SIZE: String(200 * 1024 * 1024),
     });
-    const peak = () => {
-      const status = readFileSync(`/proc/${serve.child.pid}/status`, 'utf8');
-      return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
-    };
     const send = async (size: number) => {
       const path = join(dataDir, `body-${size}`);
       writeFileSync(path, randomContent(size));
@@ -148,9 +117,9 @@ describe('ICAP deployments', () => {
     // or late by timing (a loaded machine), so the bodies differ by more than it can: a service
     // that held the body would grow by 128 MiB or more here.
     for (let round = 0; round < 2; round++) await send(64 * 1024 * 1024);
-    const settled = peak();
+    const settled = peakRss();
     await send(192 * 1024 * 1024);
-    const grown = peak() - settled;
+    const grown = peakRss() - settled;
     assert.ok(
       grown < 64 * 1024 * 1024,
       `peak RSS grew by ${Math.round(grown / 1048576)} MiB (from ${Math.round(settled / 1048576)} MiB) for a body 3 times the size`,
