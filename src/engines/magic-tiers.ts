@@ -15,8 +15,10 @@
  * What keeps that exact (file's softmagic.c and apprentice.c, format 21):
  * - a top-level test that fails skips its continuations, and a removed test's condition is
  *   necessary for it to pass (a read past the end fails too, as in libmagic's `mget`);
- * - only binary-only tests are removed: text tests also run on libmagic's UTF-8 conversion of
- *   the content, which these conditions do not see;
+ * - only tests of libmagic's binary pass (BINTEST) are removed, and the reduced tier only sees
+ *   heads proved binary (magic-encoding.ts), for which libmagic runs no text pass: a test it also
+ *   runs as text (on its UTF-8 conversion, which these conditions do not see) only runs on the
+ *   raw bytes there;
  * - `indirect` runs the whole database again at an offset: a kept entry that reaches one, itself
  *   or through `use`, would run the reduced database there, so `splitMagic` refuses to split
  *   (null: the full database answers everything) rather than risk a different answer;
@@ -43,7 +45,6 @@ const INDIR = 0x01;
 const OFFADD = 0x02;
 const INDIROFFADD = 0x04;
 const BINTEST = 0x20;
-const TEXTTEST = 0x40;
 const OFFNEGATIVE = 0x80;
 
 const FILE_SEARCH = 20;
@@ -112,14 +113,14 @@ function readEntries(mgc: DataView, bytes: Uint8Array, first: number, count: num
 }
 
 /**
- * Sets `condition` on an entry whose top-level test is binary-only and has a strong condition;
- * an entry that reaches `indirect` cannot be kept, so it gets any condition there is (`<` and
- * `>`, weak ones), and none means no split.
+ * Sets `condition` on an entry whose top-level test runs in the binary pass and has a strong
+ * condition; an entry that reaches `indirect` cannot be kept, so it gets any condition there is
+ * (`<` and `>`, weak ones), and none means no split.
  */
 function classify(mgc: DataView, bytes: Uint8Array, entry: Entry, reachesIndirect: boolean): void {
   const at = (entry.start + 1) * ENTRY_BYTES;
   const flag = mgc.getUint16(at + FIELD.flag, true);
-  if ((flag & (BINTEST | TEXTTEST)) !== BINTEST) return;
+  if ((flag & BINTEST) === 0) return;
   if ((flag & (INDIR | OFFADD | INDIROFFADD | OFFNEGATIVE)) !== 0) return;
   if (mgc.getInt32(at + FIELD.offset, true) < 0) return;
   const type = mgc.getUint8(at + FIELD.type);

@@ -211,6 +211,36 @@ describe('libmagic in two tiers', () => {
     assert.ok(full > 0.7 * heads.length, `${full} of ${heads.length} planted heads`);
   });
 
+  test('binary heads holding the values of tests both passes run, in any case and spacing: the same answer', () => {
+    // Tests libmagic runs in its binary and its text pass (`search/4096/cWt <!doctype svg`, say)
+    // leave the reduced tier too: their conditions hold for binary heads whatever the case and
+    // blanks libmagic's flags allow.
+    const view = new DataView(database.buffer, database.byteOffset, database.length);
+    const tests = view.getUint32(8, true);
+    let planted = 0;
+    for (let index = 0; index < tests; index++) {
+      const at = (index + 1) * ENTRY_BYTES;
+      if (view.getUint8(at + 2) !== 0 || (view.getUint16(at, true) & 0x60) !== 0x60) continue;
+      const type = view.getUint8(at + 6);
+      if (![5, 17, 20].includes(type)) continue;
+      const value = Buffer.from(database.subarray(at + 32, at + 32 + view.getUint8(at + 5)));
+      const offset = Math.max(0, view.getInt32(at + 12, true));
+      const text = value.toString('latin1');
+      const variants = [text, text.toUpperCase(), text.toLowerCase(), text.replaceAll(' ', '  ')];
+      for (const variant of variants) {
+        for (const shift of [0, 37, 3000]) {
+          const head = randomBytes(offset + 4096);
+          head[offset + 4095] = 0; // binary whatever the random bytes
+          head.write(variant, offset + shift, 'latin1');
+          compare(`${JSON.stringify(text)} as ${JSON.stringify(variant)} at +${shift}`, head);
+          planted++;
+        }
+      }
+    }
+    assert.ok(planted > 0, 'the database has tests both passes run');
+    assert.deepEqual(differences, []);
+  });
+
   test('text in every encoding libmagic checks, and text with one binary byte: the same answer', () => {
     for (const [name, head] of textEdges()) compare(name, head);
     assert.deepEqual(differences, []);
