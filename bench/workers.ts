@@ -97,17 +97,6 @@ async function transactions(database: string): Promise<number> {
   }
 }
 
-async function countResults(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ n: string }>('select count(*) as n from files');
-    return Number(rows[0]?.n ?? 0);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Where this machine's PostgreSQL writes its log (Debian's cluster layout). */
 const POSTGRES_LOG = process.env.BENCH_POSTGRES_LOG ?? '/var/log/postgresql/postgresql-15-main.log';
 
@@ -192,13 +181,15 @@ export async function benchWorkers(socket: string, work: string, items: number):
       // Idle first, the deployment as it will drain (the api and the workers) with nothing to do:
       // what it costs the database. (After the burst, autovacuum's passes would count too.)
       const idle = [];
+      // What a worker's start costs, to take out of the drain's CPU below.
+      const startupCpu: number[] = [];
       for (let i = 0; i < workers; i++) {
-        idle.push(
-          await startAssay(socket, join(work, `workers-${workers}-idle-${i}`), {
-            ...shared,
-            ASSAY_ROLE: 'worker',
-          }),
-        );
+        const worker = await startAssay(socket, join(work, `workers-${workers}-idle-${i}`), {
+          ...shared,
+          ASSAY_ROLE: 'worker',
+        });
+        startupCpu.push(cpuSeconds(worker.child.pid ?? 0));
+        idle.push(worker);
       }
       // At rest: past what a start does once (pg-boss's first maintenance pass, queue setup).
       const settleSeconds = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 30);
@@ -250,7 +241,32 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const dbByProcessBefore = postgresCpuByProcess();
       const dbBefore = postgresCpuSeconds();
       const xactBefore = await transactions(name);
-      const begin = performance.now();
+      // A worker claims jobs as soon as it has started, before startAssay sees it ready: the
+      // drain is timed from the first result to the last, and its CPU is the workers' CPU less
+      // what a start costs (measured on the idle ones).
+      let firstResultAt: number | null = null;
+      let lastResultAt = 0;
+      /** The watcher's own queries: transactions of the database, not of the drain. */
+      let polls = 0;
+      const watcher = new pg.Client({ connectionString: database });
+      await watcher.connect();
+      const watching = (async () => {
+        try {
+          for (;;) {
+            const { rows } = await watcher.query<{ n: string }>('select count(*) as n from files');
+            polls++;
+            const results = Number(rows[0]?.n ?? 0);
+            if (results > 0) firstResultAt ??= performance.now();
+            if (results >= items) {
+              lastResultAt = performance.now();
+              return;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        } finally {
+          await watcher.end();
+        }
+      })();
       for (let i = 0; i < workers; i++) {
         started.push(
           await startAssay(socket, join(work, `workers-${workers}-worker-${i}`), {
@@ -260,16 +276,14 @@ export async function benchWorkers(socket: string, work: string, items: number):
         );
       }
       const pids = started.map((p) => p.child.pid ?? 0);
-      const workerCpuBefore = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-      const ready = (performance.now() - begin) / 1000;
-      while ((await countResults(database)) < items) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      const seconds = (performance.now() - begin) / 1000 - ready;
-      const workerCpu = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - workerCpuBefore;
+      await watching;
+      // The first result came one item's time after the drain began: counted back in.
+      const seconds = (((lastResultAt - (firstResultAt ?? 0)) / 1000) * items) / (items - 1);
+      const startCpu = startupCpu.reduce((sum, cpu) => sum + cpu, 0);
+      const workerCpu = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - startCpu;
       const dbCpu = postgresCpuSeconds() - dbBefore;
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      const xacts = (await transactions(name)) - xactBefore;
+      const xacts = (await transactions(name)) - xactBefore - polls;
       const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
       lines.push(
         `4 KB async on PostgreSQL: accepted by 1 api process at ${(items / accepted).toFixed(1)} ` +
