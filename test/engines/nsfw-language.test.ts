@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { foldCompatibilityForms } from '../../src/engines/nsfw-language/chunks.js';
 import { LanguageDetector } from '../../src/engines/nsfw-language/detect.js';
 import { NsfwLanguageEngine } from '../../src/engines/nsfw-language/engine.js';
 import { LANGUAGE_TEST_MARKER } from '../../src/engines/test-content.js';
@@ -55,6 +56,22 @@ const INNOCENT_ENGLISH = [
 describe('nsfw-language engine', () => {
   const shared = useLanguageEngine();
   const { examine } = shared;
+
+  test('compatibility forms fold as NFKC of each character where it keeps the length', () => {
+    // The definition the table stands for, one NFKC per character.
+    const reference = (text: string) =>
+      text.replace(/[\u0250-\uffff]/g, (char) => {
+        const folded = char.normalize('NFKC');
+        return folded.length === char.length ? folded : char;
+      });
+    const every = Array.from({ length: 0x10000 }, (_, code) => String.fromCharCode(code)).join('');
+    assert.equal(foldCompatibilityForms(every), reference(every));
+    const mixed = 'Ｆｕｌｌ-width ｆｕｃｋ, ﬁne ligatures, ①②, ㍿, 𝐦𝐚𝐭𝐡, é vs e\u0301, 日本語, \ud800 alone';
+    assert.equal(foldCompatibilityForms(mixed), reference(mixed));
+    assert.equal(foldCompatibilityForms('ｆｕｃｋ'), 'fuck');
+    const plain = 'plain Latin text stays the very same string';
+    assert.equal(foldCompatibilityForms(plain), plain);
+  });
 
   test('wants text, JSON, HTML, PDF and DOCX, and nothing else', () => {
     for (const type of [
@@ -202,9 +219,10 @@ describe('nsfw-language engine', () => {
   test('content exhausting a worker heap is an error, and the engine goes on working', async () => {
     const frugal = await NsfwLanguageEngine.create({ poolSize: 1, workerHeapMb: 32 });
     try {
-      // 17.5 M characters, beyond Latin-1 so stored two bytes each: 35 MB of text cannot fit in a
+      // 17.5 M characters, beyond Latin-1 so stored two bytes each, with a full-width question
+      // mark that folds (so the folded text is a copy): 35 MB of text twice cannot fit in a
       // 32 MB heap, whatever the Node version (one-byte text of 16 MB fits on Node 24).
-      const big = Buffer.from('Ein ganz normaler Satz aus Köln – oder? '.repeat(440_000));
+      const big = Buffer.from('Ein ganz normaler Satz aus Köln – oder？ '.repeat(440_000));
       assert.ok(big.length < 20 * 1024 * 1024, 'within the engine’s size limit');
       await assert.rejects(frugal.examine(big, 'text/plain', signal()), /memory limit/);
       const report = await frugal.examine(Buffer.from('So eine Scheiße.'), 'text/plain', signal());
