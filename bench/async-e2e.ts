@@ -14,6 +14,7 @@ import SQLite from 'better-sqlite3';
 import { uploadToAssay } from './clients.js';
 import { cpuSeconds } from './service-process.js';
 import { median, runConcurrently } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 export async function benchAsyncEndToEnd(options: {
   url: string;
@@ -34,9 +35,7 @@ export async function benchAsyncEndToEnd(options: {
   let serial = 0;
   const fresh = (i: number) => {
     const content = contents[i % contents.length] as Buffer;
-    content.writeUInt32LE(i, 0);
-    content.writeUInt32LE(serial++, 4);
-    return content;
+    return tagContent(content, i, serial++);
   };
   const best = { sync: 0, async: 0 };
   const cpu: { sync: number[]; async: number[] } = { sync: [], async: [] };

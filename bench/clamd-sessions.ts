@@ -17,6 +17,7 @@ import { type ClamdAddress, ClamdClient } from '../src/engines/clamav/clamd-clie
 import { findClamdBinary, ManagedClamd } from '../src/engines/clamav/managed-clamd.js';
 import { cpuSeconds } from './service-process.js';
 import { runConcurrently } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 const KB = 1024;
 const MB = 1024 * KB;
@@ -108,8 +109,7 @@ async function main() {
             const { seconds } = await runConcurrently(size.count, size.concurrency, (i) => {
               const content = contents[i % contents.length] as Buffer;
               // Unique per file: clamd caches clean verdicts by hash.
-              content.writeUInt32LE(i, 0);
-              content.writeUInt32LE(round * 2 + (name === 'sessions' ? 1 : 0), 4);
+              tagContent(content, i, round * 2 + (name === 'sessions' ? 1 : 0));
               return scan(client, content);
             });
             const own = process.cpuUsage(before[0]);

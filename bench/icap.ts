@@ -30,6 +30,7 @@ import {
   startBenchClamd,
 } from './service-process.js';
 import { median } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
@@ -169,8 +170,7 @@ async function round(server: Server, scenario: Scenario, clamdPid: number) {
     connections.map(async (connection) => {
       for (let i = next++; i < scenario.requests; i = next++) {
         const content = contents[i % contents.length] as Buffer;
-        content.writeUInt32LE(i, 0);
-        content.writeUInt32LE(Math.floor(Math.random() * 2 ** 32), 4);
+        tagContent(content, i, Math.floor(Math.random() * 2 ** 32));
         const status = await connection.respmod(content);
         if (status !== 204 && status !== 200) failed++;
       }

@@ -25,6 +25,7 @@ import { findClamdBinary } from '../src/engines/clamav/managed-clamd.js';
 import { closeClients, uploadToAssay } from './clients.js';
 import { cpuSeconds, freePort, memoryOf, startAssay, startBenchClamd } from './service-process.js';
 import { median, runConcurrently, summarise } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 const KB = 1024;
 const MB = 1024 * KB;
@@ -147,9 +148,7 @@ async function benchSize(size: Size, run: Run): Promise<Record<Service, Rounds>>
   // File i of the round tagged `roundTag`: unique in the whole run.
   const contentOf = (i: number, roundTag: number) => {
     const content = contents[i % contents.length] as Buffer;
-    content.writeUInt32LE(i, 0);
-    content.writeUInt32LE(roundTag, 4);
-    return content;
+    return tagContent(content, i, roundTag);
   };
   // One round of each, not counted, at this size and concurrency: the code paths of this load
   // (V8's optimised code, group commits, pooled buffers) settle before either service is timed.
@@ -222,7 +221,7 @@ async function main(): Promise<void> {
     // Warm both (JIT, connections, the first scans' allocations) before the clock runs.
     const warm = randomBytes(4 * KB);
     for (let i = 0; i < 200; i++) {
-      warm.writeUInt32LE(i, 0);
+      tagContent(warm, i);
       await upload(run, 'assay', warm);
       await upload(run, 'peer', warm);
     }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpuSeconds, memoryOf, startAssay } from './service-process.js';
 import { runConcurrently, summarise } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 /** The pids of a process's children (the cluster's processes), from /proc. */
 function childrenOf(pid: number): number[] {
@@ -42,9 +43,7 @@ export async function benchProcesses(
     const pid = assay.child.pid ?? 0;
     try {
       const next = (i: number) => {
-        const content = randomBytes(4096);
-        content.writeUInt32LE(i, 0);
-        return content;
+        return tagContent(randomBytes(4096), i);
       };
       await runConcurrently(400, concurrency, (i) => upload(assay.url, next(i)));
       let best: ReturnType<typeof summarise> | null = null;

@@ -9,6 +9,7 @@ import type { ClamdClient } from '../src/engines/clamav/clamd-client.js';
 import { scanDirect, uploadToAssay } from './clients.js';
 import { cpuSeconds, memoryOf, resetPeakMemory } from './service-process.js';
 import { median, type RunStats, runConcurrently, summarise } from './stats.js';
+import { tagContent } from './unique-content.js';
 
 export interface Scenario {
   /** The name BENCH_ONLY selects it by. */
@@ -70,9 +71,7 @@ function contentsFor(scenario: Scenario, round: number, path: Path, repeated: Bu
   );
   return (i: number) => {
     const content = contents[i % contents.length] as Buffer;
-    content.writeUInt32LE(i, 0);
-    content.writeUInt32LE(round * 2 + (path === 'assay' ? 1 : 0), 4);
-    return content;
+    return tagContent(content, i, round * 2 + (path === 'assay' ? 1 : 0));
   };
 }
 
