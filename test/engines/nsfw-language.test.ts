@@ -66,7 +66,8 @@ describe('nsfw-language engine', () => {
       });
     const every = Array.from({ length: 0x10000 }, (_, code) => String.fromCharCode(code)).join('');
     assert.equal(foldCompatibilityForms(every), reference(every));
-    const mixed = 'Ｆｕｌｌ-width ｆｕｃｋ, ﬁne ligatures, ①②, ㍿, 𝐦𝐚𝐭𝐡, é vs e\u0301, 日本語, \ud800 alone';
+    const mixed =
+      'Ｆｕｌｌ-width ｆｕｃｋ, ﬁne ligatures, ①②, ㍿, 𝐦𝐚𝐭𝐡, é vs e\u0301, 日本語, \ud800 alone';
     assert.equal(foldCompatibilityForms(mixed), reference(mixed));
     assert.equal(foldCompatibilityForms('ｆｕｃｋ'), 'fuck');
     const plain = 'plain Latin text stays the very same string';
