@@ -44,7 +44,7 @@ for package in "${packages[@]}"; do
     $0 == "Package: " p { found = 1 }
     found && /^Filename:/ { file = $2 }
     found && /^SHA256:/ { sum = $2 }
-    found && /^$/ { print file, sum; exit }' Packages)
+    found && /^$/ { print file, sum; exit }' Packages) || true
   [ -n "${file:-}" ] && [ -n "${sum:-}" ] || { say "$package is not in $suite's index"; exit 1; }
   curl -fsS --retry 3 -o package.deb "$mirror/$file"
   echo "$sum  package.deb" | sha256sum -c --quiet
