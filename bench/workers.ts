@@ -278,7 +278,8 @@ export async function benchWorkers(socket: string, work: string, items: number):
       const pids = started.map((p) => p.child.pid ?? 0);
       await watching;
       // The first result came one item's time after the drain began: counted back in.
-      const seconds = (((lastResultAt - (firstResultAt ?? 0)) / 1000) * items) / Math.max(1, items - 1);
+      const seconds =
+        (((lastResultAt - (firstResultAt ?? 0)) / 1000) * items) / Math.max(1, items - 1);
       const startCpu = startupCpu.reduce((sum, cpu) => sum + cpu, 0);
       const workerCpu = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - startCpu;
       const dbCpu = postgresCpuSeconds() - dbBefore;
