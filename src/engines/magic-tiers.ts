@@ -22,7 +22,7 @@
  * - `indirect` runs the whole database again at an offset: a kept entry that reaches one, itself
  *   or through `use`, would run the reduced database there, so `splitMagic` refuses to split
  *   (null: the full database answers everything) rather than risk a different answer;
- * - named entries (`name`, set 1) are kept whole.
+ * - named entries (`name`, set 1) are kept whole, those the kept tests can reach through `use`.
  * The conditions themselves are in magic-conditions.ts. `test/engines/magic-tiers.test.ts`
  * compares both paths over a corpus of formats and mutations.
  */
@@ -171,17 +171,31 @@ export function splitMagic(database: Uint8Array): MagicTiers | null {
   if (kept.some((entry) => reaches(entry, new Set()))) return null;
 
   const removed = entries.filter((entry) => entry.condition !== null);
+  // Named entries run only through `use`: the reduced database keeps those its tests can reach
+  // (most of set 1 serves removed tests: 3.3 MB of the 3.8 MB libmagic would hold).
+  const reachable = new Set<string>();
+  const pending = kept.flatMap((entry) => entry.uses);
+  for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+    if (reachable.has(name)) continue;
+    reachable.add(name);
+    pending.push(...(names.get(name)?.uses ?? []));
+  }
+  const namedKept = readEntries(mgc, database, tests, named).filter((entry) => {
+    const at = (entry.start + 1) * ENTRY_BYTES;
+    return mgc.getUint8(at + FIELD.type) !== FILE_NAME || reachable.has(nameOf(database, at));
+  });
   const keptTests = kept.reduce((sum, entry) => sum + entry.count, 0);
-  const reduced = new Uint8Array((1 + keptTests + named) * ENTRY_BYTES);
+  const keptNamed = namedKept.reduce((sum, entry) => sum + entry.count, 0);
+  const reduced = new Uint8Array((1 + keptTests + keptNamed) * ENTRY_BYTES);
   reduced.set(database.subarray(0, ENTRY_BYTES));
   new DataView(reduced.buffer).setUint32(8, keptTests, true);
+  new DataView(reduced.buffer).setUint32(12, keptNamed, true);
   let to = ENTRY_BYTES;
-  for (const entry of kept) {
+  for (const entry of [...kept, ...namedKept]) {
     const from = (entry.start + 1) * ENTRY_BYTES;
     reduced.set(database.subarray(from, from + entry.count * ENTRY_BYTES), to);
     to += entry.count * ENTRY_BYTES;
   }
-  reduced.set(database.subarray((1 + tests) * ENTRY_BYTES), to);
 
   const keyed = new Map<number, KeyedCondition>();
   const unkeyed: Condition[] = [];
