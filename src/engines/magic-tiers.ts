@@ -152,8 +152,9 @@ export function splitMagic(database: Uint8Array): MagicTiers | null {
   const named = mgc.getUint32(12, true);
   if ((1 + tests + named) * ENTRY_BYTES !== database.length) return null;
   const entries = readEntries(mgc, database, 0, tests);
+  const namedEntries = readEntries(mgc, database, tests, named);
   const names = new Map<string, Entry>();
-  for (const entry of readEntries(mgc, database, tests, named)) {
+  for (const entry of namedEntries) {
     const at = (entry.start + 1) * ENTRY_BYTES;
     if (mgc.getUint8(at + FIELD.type) === FILE_NAME) names.set(nameOf(database, at), entry);
   }
@@ -180,7 +181,7 @@ export function splitMagic(database: Uint8Array): MagicTiers | null {
     reachable.add(name);
     pending.push(...(names.get(name)?.uses ?? []));
   }
-  const namedKept = readEntries(mgc, database, tests, named).filter((entry) => {
+  const namedKept = namedEntries.filter((entry) => {
     const at = (entry.start + 1) * ENTRY_BYTES;
     return mgc.getUint8(at + FIELD.type) !== FILE_NAME || reachable.has(nameOf(database, at));
   });

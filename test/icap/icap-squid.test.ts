@@ -19,6 +19,8 @@ let origin: LocalServer;
 const clean = randomContent(60 * 1024);
 /** Bodies far past Squid's 64 KiB buffer toward the service, by size. */
 const large = new Map([50, 150].map((mib) => [mib, randomContent(mib * 1024 * 1024)]));
+/** The large body `/large-<MiB>.bin` names, if any. */
+const largeBody = (url = '') => large.get(Number(/^\/large-(\d+)\.bin$/.exec(url)?.[1]));
 /** Sent slowly, in pieces, so that clamd can go away while it arrives. */
 const slow = randomContent(48 * 1024);
 let slowStarted: () => void = () => undefined;
@@ -36,11 +38,11 @@ before(async () => {
     } else if (request.url === '/clean.bin') {
       response.writeHead(200, { 'content-type': 'application/octet-stream' });
       response.end(clean);
-    } else if (large.has(Number(/^\/large-(\d+)\.bin$/.exec(request.url ?? '')?.[1]))) {
-      const body = large.get(Number(/^\/large-(\d+)\.bin$/.exec(request.url ?? '')?.[1]));
+    } else if (largeBody(request.url) !== undefined) {
+      const body = largeBody(request.url) as Buffer;
       response.writeHead(200, {
         'content-type': 'application/octet-stream',
-        'content-length': String(body?.length),
+        'content-length': String(body.length),
       });
       response.end(body);
     } else if (request.url === '/slow.bin') {
