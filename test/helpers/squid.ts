@@ -38,8 +38,9 @@ export function squidBinary(): string {
 /**
  * Debian's Squid as a forward proxy on loopback with Assay's ICAP service for RESPMOD
  * (`bypass=off`: an ICAP failure is an error page, never the content), its own config, pid file
- * and logs in a temporary folder, no cache; killed when the test ends. Squid marks a failing
- * service down for 180 s after 10 failures: `icap_service_failure_limit -1` keeps using it.
+ * and logs in a temporary folder, no cache, no persistent connections to the origin; killed when
+ * the test ends. Squid marks a failing service down for 180 s after 10 failures:
+ * `icap_service_failure_limit -1` keeps using it.
  */
 export async function startSquid(t: TestContext, icapUrl: string): Promise<RunningSquid> {
   const dir = tempDir('assay-squid-');
@@ -53,6 +54,9 @@ export async function startSquid(t: TestContext, icapUrl: string): Promise<Runni
     'access_log none',
     'cache_store_log none',
     'cache deny all',
+    // A fresh connection to the origin for each fetch: Node's server closes an idle keep-alive
+    // connection after 5 s, and a fetch that reused one just then got ERR_READ_ERROR (502).
+    'server_persistent_connections off',
     'cache_mem 8 MB',
     `coredump_dir ${dir}`,
     'netdb_filename none',

@@ -133,6 +133,10 @@ describe('Squid with Assay as its ICAP service', () => {
       `peak RSS grew by ${Math.round(grown / 1048576)} MiB (from ${Math.round(settled / 1048576)} MiB) for a body 3 times the size`,
     );
     const blocked = await getThroughProxy(squid.proxy, `${origin.url}/eicar.com`);
-    assert.equal(blocked.status, 403, 'the same Squid and Assay still block malware');
+    assert.equal(
+      blocked.status,
+      403,
+      `the same Squid and Assay still block malware: ${/<body id=(\w+)/.exec(blocked.body.toString())?.[1]}`,
+    );
   });
 });
