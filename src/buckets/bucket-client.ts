@@ -1,14 +1,5 @@
 import type { Readable } from 'node:stream';
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  GetObjectTaggingCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectTaggingCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { BucketSource } from '../domain/records.js';
 import type { Tag } from './verdict-tags.js';
 
@@ -106,21 +97,40 @@ export interface BucketClientOptions {
   maxAttempts: number;
 }
 
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+let s3Sdk: Promise<S3Sdk> | null = null;
+
+/**
+ * The S3 SDK, imported on a watched bucket's first request: imported at start, it cost every
+ * service, watching buckets or not, about 6 MB of heap and more of RSS.
+ */
+function loadS3Sdk(): Promise<S3Sdk> {
+  s3Sdk ??= import('@aws-sdk/client-s3');
+  return s3Sdk;
+}
+
 /**
  * One watched bucket's S3 requests, each failure a BucketRequestError that says what it means.
  * Reads stream (nothing is held whole in memory) and are pinned to the announced version.
  */
 export class BucketClient {
-  private readonly client: S3Client;
+  private client: S3Client | null = null;
+  private readonly credentials: StaticCredentials | undefined;
 
   constructor(
     private readonly source: BucketSource,
-    options: BucketClientOptions,
+    private readonly options: BucketClientOptions,
   ) {
+    this.credentials = credentialsOf(source.credentials);
+  }
+
+  private connect(sdk: S3Sdk): S3Client {
+    if (this.client !== null) return this.client;
+    const { source, options } = this;
     const custom = source.endpoint !== '';
-    this.client = new S3Client({
+    this.client = new sdk.S3Client({
       region: source.region,
-      credentials: credentialsOf(source.credentials),
+      credentials: this.credentials,
       ...(custom
         ? {
             endpoint: source.endpoint,
@@ -136,11 +146,17 @@ export class BucketClient {
         socketTimeout: options.idleTimeoutMs,
       },
     });
+    return this.client;
   }
 
-  private async send<T>(doing: string, request: () => Promise<T>): Promise<T> {
+  /** `request` with the client and the SDK's commands; a failure as a BucketRequestError. */
+  private async send<T>(
+    doing: string,
+    request: (client: S3Client, sdk: S3Sdk) => Promise<T>,
+  ): Promise<T> {
+    const sdk = await loadS3Sdk();
     try {
-      return await request();
+      return await request(this.connect(sdk), sdk);
     } catch (error) {
       throw new BucketRequestError(failureOf(error), doing, error);
     }
@@ -151,9 +167,9 @@ export class BucketClient {
     object: ObjectVersion,
     signal?: AbortSignal,
   ): Promise<{ body: AsyncIterable<Buffer>; size: number }> {
-    const answer = await this.send(`reading ${object.key}`, () =>
-      this.client.send(
-        new GetObjectCommand({
+    const answer = await this.send(`reading ${object.key}`, (client, sdk) =>
+      client.send(
+        new sdk.GetObjectCommand({
           Bucket: this.source.bucket,
           Key: object.key,
           ...(object.versionId !== null
@@ -171,8 +187,8 @@ export class BucketClient {
   /** The object now; null when it is gone. */
   async head(key: string): Promise<ObjectHead | null> {
     try {
-      const answer = await this.send(`reading the head of ${key}`, () =>
-        this.client.send(new HeadObjectCommand({ Bucket: this.source.bucket, Key: key })),
+      const answer = await this.send(`reading the head of ${key}`, (client, sdk) =>
+        client.send(new sdk.HeadObjectCommand({ Bucket: this.source.bucket, Key: key })),
       );
       return {
         etag: answer.ETag?.replace(/^"|"$/g, '') ?? null,
@@ -186,9 +202,9 @@ export class BucketClient {
   }
 
   async tags(object: ObjectVersion): Promise<Tag[]> {
-    const answer = await this.send(`reading the tags of ${object.key}`, () =>
-      this.client.send(
-        new GetObjectTaggingCommand({
+    const answer = await this.send(`reading the tags of ${object.key}`, (client, sdk) =>
+      client.send(
+        new sdk.GetObjectTaggingCommand({
           Bucket: this.source.bucket,
           Key: object.key,
           ...(object.versionId === null ? {} : { VersionId: object.versionId }),
@@ -199,9 +215,9 @@ export class BucketClient {
   }
 
   async putTags(object: ObjectVersion, tags: readonly Tag[]): Promise<void> {
-    await this.send(`tagging ${object.key}`, () =>
-      this.client.send(
-        new PutObjectTaggingCommand({
+    await this.send(`tagging ${object.key}`, (client, sdk) =>
+      client.send(
+        new sdk.PutObjectTaggingCommand({
           Bucket: this.source.bucket,
           Key: object.key,
           ...(object.versionId === null ? {} : { VersionId: object.versionId }),
@@ -214,9 +230,9 @@ export class BucketClient {
   /** A copy of the object (its tags with it) at `bucket/key`. */
   async copyTo(object: ObjectVersion, bucket: string, key: string): Promise<void> {
     const source = `${this.source.bucket}/${encodeURIComponent(object.key).replaceAll('%2F', '/')}`;
-    await this.send(`copying ${object.key} to ${bucket}`, () =>
-      this.client.send(
-        new CopyObjectCommand({
+    await this.send(`copying ${object.key} to ${bucket}`, (client, sdk) =>
+      client.send(
+        new sdk.CopyObjectCommand({
           Bucket: bucket,
           Key: key,
           CopySource:
@@ -234,9 +250,9 @@ export class BucketClient {
 
   /** Removes the object (that version, where the bucket keeps versions). */
   async remove(object: ObjectVersion): Promise<void> {
-    await this.send(`deleting ${object.key}`, () =>
-      this.client.send(
-        new DeleteObjectCommand({
+    await this.send(`deleting ${object.key}`, (client, sdk) =>
+      client.send(
+        new sdk.DeleteObjectCommand({
           Bucket: this.source.bucket,
           Key: object.key,
           ...(object.versionId === null ? {} : { VersionId: object.versionId }),
@@ -247,9 +263,9 @@ export class BucketClient {
 
   /** A page of the source's keys after `after` (its prefix only), in key order. */
   async list(after: string | null, pageSize: number): Promise<ListedPage> {
-    const answer = await this.send('listing the bucket', () =>
-      this.client.send(
-        new ListObjectsV2Command({
+    const answer = await this.send('listing the bucket', (client, sdk) =>
+      client.send(
+        new sdk.ListObjectsV2Command({
           Bucket: this.source.bucket,
           ...(this.source.prefix === '' ? {} : { Prefix: this.source.prefix }),
           ...(after === null ? {} : { StartAfter: after }),
@@ -273,6 +289,6 @@ export class BucketClient {
   }
 
   close(): void {
-    this.client.destroy();
+    this.client?.destroy();
   }
 }

@@ -1,10 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  DeleteMessageCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Logger } from 'pino';
 import type { BucketSource } from '../domain/records.js';
 import type { Store } from '../store/store.js';
@@ -99,8 +94,11 @@ export class BucketQueues {
   private async poll(source: BucketSource, signal: AbortSignal): Promise<void> {
     const queueUrl = source.queueUrl as string;
     let client: SQSClient;
+    let sqs: typeof import('@aws-sdk/client-sqs');
     try {
-      client = sqsClient(source, queueUrl, this.options);
+      // Imported once a queue is watched: the SDK costs a service that watches none memory.
+      sqs = await import('@aws-sdk/client-sqs');
+      client = sqsClient(sqs, source, queueUrl, this.options);
     } catch (error) {
       this.logger.error(
         { err: error, source: source.name },
@@ -116,7 +114,7 @@ export class BucketQueues {
         let messages: Message[];
         try {
           const answer = await client.send(
-            new ReceiveMessageCommand({
+            new sqs.ReceiveMessageCommand({
               QueueUrl: queueUrl,
               MaxNumberOfMessages: 10,
               WaitTimeSeconds: this.options.waitSeconds,
@@ -140,7 +138,7 @@ export class BucketQueues {
           if (handled) {
             await client
               .send(
-                new DeleteMessageCommand({
+                new sqs.DeleteMessageCommand({
                   QueueUrl: queueUrl,
                   ReceiptHandle: message.ReceiptHandle,
                 }),
@@ -215,10 +213,15 @@ function fingerprintOf(source: BucketSource): string {
 }
 
 /** SQS at the queue URL's own host (the source's endpoint for an S3-compatible server). */
-function sqsClient(source: BucketSource, queueUrl: string, options: BucketQueueOptions): SQSClient {
+function sqsClient(
+  sqs: typeof import('@aws-sdk/client-sqs'),
+  source: BucketSource,
+  queueUrl: string,
+  options: BucketQueueOptions,
+): SQSClient {
   const url = new URL(queueUrl);
   const aws = /^sqs\.([a-z0-9-]+)\.amazonaws\.com$/.exec(url.hostname);
-  return new SQSClient({
+  return new sqs.SQSClient({
     region: aws?.[1] ?? source.region,
     credentials: credentialsOf(source.credentials),
     ...(aws === null ? { endpoint: url.origin } : {}),
