@@ -2,39 +2,54 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 
+interface Start {
+  pid: number;
+  execArgv: string[];
+  /** glibc's arena limit in the start's environment. */
+  arenas: string | null;
+}
+
 /**
- * `bin/assay.js serve` restarts itself once with V8's heap flags (docs/ARCHITECTURE.md,
- * Memory). A module preloaded through NODE_OPTIONS (which the restart keeps) prints each start's
- * pid and node flags; a bad port ends the service right after its start, built or not.
+ * `bin/assay.js serve` restarts itself once with V8's heap flags and glibc's arena limit
+ * (docs/ARCHITECTURE.md, Memory). A module preloaded through NODE_OPTIONS (which the restart
+ * keeps) prints each start's pid, node flags and MALLOC_ARENA_MAX; a bad port ends the service
+ * right after its start, built or not.
  */
 function starts(
   nodeOptions: string,
   command = 'serve',
-): Array<{ pid: number; execArgv: string[] }> {
+  arenas?: string,
+  nodeArgs: string[] = [],
+): Start[] {
   const report =
-    'console.error("start "+JSON.stringify({pid:process.pid,execArgv:process.execArgv}))';
-  const result = spawnSync(process.execPath, ['bin/assay.js', command], {
-    env: {
-      ...process.env,
-      NODE_OPTIONS: `${nodeOptions} --import=data:text/javascript,${encodeURIComponent(report)}`,
-      ASSAY_PORT: 'not-a-port',
-    },
+    'console.error("start "+JSON.stringify({pid:process.pid,execArgv:process.execArgv,arenas:process.env.MALLOC_ARENA_MAX??null}))';
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_OPTIONS: `${nodeOptions} --import=data:text/javascript,${encodeURIComponent(report)}`,
+    ASSAY_PORT: 'not-a-port',
+  };
+  delete env.MALLOC_ARENA_MAX;
+  if (arenas !== undefined) env.MALLOC_ARENA_MAX = arenas;
+  const result = spawnSync(process.execPath, [...nodeArgs, 'bin/assay.js', command], {
+    env,
     encoding: 'utf8',
     timeout: 30_000,
   });
   return result.stderr
     .split('\n')
     .filter((line) => line.startsWith('start '))
-    .map((line) => JSON.parse(line.slice('start '.length)) as { pid: number; execArgv: string[] });
+    .map((line) => JSON.parse(line.slice('start '.length)) as Start);
 }
 
-describe('assay serve: V8 heap flags', () => {
-  test('serve restarts once, in the same process, with a 16 MB semi-space and a 64 MB initial old space', () => {
+describe('assay serve: V8 heap flags and malloc arenas', () => {
+  test('serve restarts once, in the same process, with a 16 MB semi-space, a 64 MB initial old space and two malloc arenas', () => {
     const [first, second, ...more] = starts('');
     assert.ok(first && second, 'two starts');
     assert.deepEqual(more, []);
     assert.deepEqual(first.execArgv, []);
+    assert.equal(first.arenas, null);
     assert.deepEqual(second.execArgv, ['--max-semi-space-size=16', '--initial-old-space-size=64']);
+    assert.equal(second.arenas, '2');
     assert.equal(second.pid, first.pid, 'execve keeps the pid');
   });
 
@@ -42,6 +57,18 @@ describe('assay serve: V8 heap flags', () => {
     const runs = starts('--max-semi-space-size=8');
     assert.equal(runs.length, 2);
     assert.deepEqual(runs[1]?.execArgv, ['--initial-old-space-size=64']);
+  });
+
+  test("the user's arena limit is kept; with it and both flags set, serve starts once", () => {
+    const runs = starts('', 'serve', '4');
+    assert.deepEqual(
+      runs.map((run) => run.arenas),
+      ['4', '4'],
+    );
+    // --initial-old-space-size is not allowed in NODE_OPTIONS: a node option then.
+    const set = starts('--max-semi-space-size=8', 'serve', '1', ['--initial-old-space-size=32']);
+    assert.equal(set.length, 1);
+    assert.equal(set[0]?.arenas, '1');
   });
 
   test('other commands run as they are', () => {
