@@ -102,7 +102,8 @@ let s3Sdk: Promise<S3Sdk> | null = null;
 
 /**
  * The S3 SDK, imported on a watched bucket's first request: imported at start, it cost every
- * service, watching buckets or not, about 6 MB of heap and more of RSS.
+ * service, watching buckets or not, ~3.5 MB of live heap and ~12 MB of RSS under load (with the
+ * SQS SDK).
  */
 function loadS3Sdk(): Promise<S3Sdk> {
   s3Sdk ??= import('@aws-sdk/client-s3');

@@ -96,7 +96,7 @@ export class BucketQueues {
     let client: SQSClient;
     let sqs: typeof import('@aws-sdk/client-sqs');
     try {
-      // Imported once a queue is watched: the SDK costs a service that watches none memory.
+      // Imported once a queue is watched: a service that watches none does not hold the SDK.
       sqs = await import('@aws-sdk/client-sqs');
       client = sqsClient(sqs, source, queueUrl, this.options);
     } catch (error) {
