@@ -155,8 +155,8 @@ export class BucketClient {
     doing: string,
     request: (client: S3Client, sdk: S3Sdk) => Promise<T>,
   ): Promise<T> {
-    const sdk = await loadS3Sdk();
     try {
+      const sdk = await loadS3Sdk();
       return await request(this.connect(sdk), sdk);
     } catch (error) {
       throw new BucketRequestError(failureOf(error), doing, error);
