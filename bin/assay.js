@@ -10,6 +10,14 @@ import { existsSync } from 'node:fs';
  * generation whenever the room left under its limit is less than the young generation could
  * promote, and with the 30 MB the service keeps live, a limit sized from that left less: under
  * 1 MB uploads a full collection ran every 200 ms, and half of Assay's CPU went to marking.
+ * Two more for V8's own schedules. Its memory reducer, after a few idle seconds, collects and
+ * sets the old generation's limit just above what is live; under the next burst of 64 KB uploads
+ * the service then ran a full collection every 0.3-1 s (18 against 2 in five rounds with idle
+ * gaps), 1.8-2.1 ms of CPU a file against 1.2-1.3: off, memory freed in a burst stays for the
+ * next one (the peak is the same). And TurboFan compiles a function after 1,000 calls instead of
+ * 3,000: most of the request path runs once a request, so a new process took ~15,000 requests to
+ * reach its steady CPU a request (V8's compiler threads 0.1-0.2 ms a request until then), now
+ * ~3,500; the same compilations, earlier, and no more deoptimisations (docs/ARCHITECTURE.md).
  * V8 reads these only at start, so the process replaces itself once with the flags (same pid,
  * stdio and environment). A flag set by the user (NODE_OPTIONS or a node option) is kept;
  * `--processes` children inherit the primary's flags.
@@ -22,12 +30,17 @@ import { existsSync } from 'node:fs';
 const SERVICE_FLAGS = [
   { flag: '--max-semi-space-size=16', name: /--max[-_]semi[-_]space[-_]size/ },
   { flag: '--initial-old-space-size=64', name: /--initial[-_]old[-_]space[-_]size/ },
+  { flag: '--no-memory-reducer', name: /^--(no[-_])?memory[-_]reducer(=|$)/ },
+  {
+    flag: '--invocation-count-for-turbofan=1000',
+    name: /--invocation[-_]count[-_]for[-_]turbofan/,
+  },
 ];
 
 function restartWithServiceFlags() {
   if (process.argv[2] !== 'serve' || typeof process.execve !== 'function') return;
   if (process.env.NODE_CHANNEL_FD !== undefined) return; // forked with an IPC channel: keep it
-  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''];
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
   const missing = SERVICE_FLAGS.filter(({ name }) => !given.some((flag) => name.test(flag)));
   // Once replaced, the flags are in execArgv and the variable in the environment: the check
   // below ends the loop.

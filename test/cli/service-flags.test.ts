@@ -42,31 +42,56 @@ function starts(
 }
 
 describe('assay serve: V8 heap flags and malloc arenas', () => {
-  test('serve restarts once, in the same process, with a 16 MB semi-space, a 64 MB initial old space and two malloc arenas', () => {
+  test('serve restarts once, in the same process, with its V8 flags and two malloc arenas', () => {
     const [first, second, ...more] = starts('');
     assert.ok(first && second, 'two starts');
     assert.deepEqual(more, []);
     assert.deepEqual(first.execArgv, []);
     assert.equal(first.arenas, null);
-    assert.deepEqual(second.execArgv, ['--max-semi-space-size=16', '--initial-old-space-size=64']);
+    assert.deepEqual(second.execArgv, [
+      '--max-semi-space-size=16',
+      '--initial-old-space-size=64',
+      '--no-memory-reducer',
+      '--invocation-count-for-turbofan=1000',
+    ]);
     assert.equal(second.arenas, '2');
     assert.equal(second.pid, first.pid, 'execve keeps the pid');
   });
 
-  test('a heap size the user set is kept: only the other flag is added', () => {
+  test('a flag the user set is kept: only the others are added', () => {
     const runs = starts('--max-semi-space-size=8');
     assert.equal(runs.length, 2);
-    assert.deepEqual(runs[1]?.execArgv, ['--initial-old-space-size=64']);
+    assert.deepEqual(runs[1]?.execArgv, [
+      '--initial-old-space-size=64',
+      '--no-memory-reducer',
+      '--invocation-count-for-turbofan=1000',
+    ]);
+    // V8's schedule flags are not allowed in NODE_OPTIONS: node options then, kept as given.
+    const own = starts('', 'serve', undefined, [
+      '--memory-reducer',
+      '--invocation-count-for-turbofan=500',
+    ]);
+    assert.equal(own.length, 2);
+    assert.deepEqual(own[1]?.execArgv, [
+      '--max-semi-space-size=16',
+      '--initial-old-space-size=64',
+      '--memory-reducer',
+      '--invocation-count-for-turbofan=500',
+    ]);
   });
 
-  test("the user's arena limit is kept; with it and both flags set, serve starts once", () => {
+  test("the user's arena limit is kept; with it and every flag set, serve starts once", () => {
     const runs = starts('', 'serve', '4');
     assert.deepEqual(
       runs.map((run) => run.arenas),
       ['4', '4'],
     );
     // --initial-old-space-size is not allowed in NODE_OPTIONS: a node option then.
-    const set = starts('--max-semi-space-size=8', 'serve', '1', ['--initial-old-space-size=32']);
+    const set = starts('--max-semi-space-size=8', 'serve', '1', [
+      '--initial-old-space-size=32',
+      '--no-memory-reducer',
+      '--invocation-count-for-turbofan=2000',
+    ]);
     assert.equal(set.length, 1);
     assert.equal(set[0]?.arenas, '1');
   });
