@@ -10,11 +10,14 @@ import { existsSync } from 'node:fs';
  * generation whenever the room left under its limit is less than the young generation could
  * promote, and with the 30 MB the service keeps live, a limit sized from that left less: under
  * 1 MB uploads a full collection ran every 200 ms, and half of Assay's CPU went to marking.
- * Two more for V8's own schedules. Its memory reducer, after a few idle seconds, collects and
- * sets the old generation's limit just above what is live; under the next burst of 64 KB uploads
- * the service then ran a full collection every 0.3-1 s (18 against 2 in five rounds with idle
- * gaps), 1.8-2.1 ms of CPU a file against 1.2-1.3: off, memory freed in a burst stays for the
- * next one (the peak is the same). And TurboFan compiles a function after 1,000 calls instead of
+ * Three more for V8's own schedules. After a full collection V8 sets the old generation's next
+ * limit from what is live times a factor it derives from how fast it collects; under 64 KB
+ * uploads it chose ~1.3 (a 40 MB limit for 30 MB live) and then ran a full collection every
+ * 0.3 s (39-46 in three rounds), 1.9-2.0 ms of CPU a file against 1.1-1.3: the factor is fixed
+ * at 3 (1 collection). Its memory reducer, after a few idle seconds, shrinks both generations
+ * to what is live, and the next burst paid the same way (18 full collections against 2 in five
+ * rounds with idle gaps, 60% more young ones): off, memory freed in a burst stays for the next
+ * one (the peak is the same). And TurboFan compiles a function after 1,000 calls instead of
  * 3,000: most of the request path runs once a request, so a new process took ~15,000 requests to
  * reach its steady CPU a request (V8's compiler threads 0.1-0.2 ms a request until then), now
  * ~3,500; the same compilations, earlier, and no more deoptimisations (docs/ARCHITECTURE.md).
@@ -31,6 +34,7 @@ const SERVICE_FLAGS = [
   { flag: '--max-semi-space-size=16', name: /--max[-_]semi[-_]space[-_]size/ },
   { flag: '--initial-old-space-size=64', name: /--initial[-_]old[-_]space[-_]size/ },
   { flag: '--no-memory-reducer', name: /^--(no[-_])?memory[-_]reducer(=|$)/ },
+  { flag: '--heap-growing-percent=200', name: /--heap[-_]growing[-_]percent/ },
   {
     flag: '--invocation-count-for-turbofan=1000',
     name: /--invocation[-_]count[-_]for[-_]turbofan/,

@@ -52,6 +52,7 @@ describe('assay serve: V8 heap flags and malloc arenas', () => {
       '--max-semi-space-size=16',
       '--initial-old-space-size=64',
       '--no-memory-reducer',
+      '--heap-growing-percent=200',
       '--invocation-count-for-turbofan=1000',
     ]);
     assert.equal(second.arenas, '2');
@@ -64,6 +65,7 @@ describe('assay serve: V8 heap flags and malloc arenas', () => {
     assert.deepEqual(runs[1]?.execArgv, [
       '--initial-old-space-size=64',
       '--no-memory-reducer',
+      '--heap-growing-percent=200',
       '--invocation-count-for-turbofan=1000',
     ]);
     // V8's schedule flags are not allowed in NODE_OPTIONS: node options then, kept as given.
@@ -75,6 +77,7 @@ describe('assay serve: V8 heap flags and malloc arenas', () => {
     assert.deepEqual(own[1]?.execArgv, [
       '--max-semi-space-size=16',
       '--initial-old-space-size=64',
+      '--heap-growing-percent=200',
       '--memory-reducer',
       '--invocation-count-for-turbofan=500',
     ]);
@@ -90,6 +93,7 @@ describe('assay serve: V8 heap flags and malloc arenas', () => {
     const set = starts('--max-semi-space-size=8', 'serve', '1', [
       '--initial-old-space-size=32',
       '--no-memory-reducer',
+      '--heap-growing-percent=100',
       '--invocation-count-for-turbofan=2000',
     ]);
     assert.equal(set.length, 1);
