@@ -106,7 +106,12 @@ let s3Sdk: Promise<S3Sdk> | null = null;
  * SQS SDK).
  */
 function loadS3Sdk(): Promise<S3Sdk> {
-  s3Sdk ??= import('@aws-sdk/client-s3');
+  // A failed import is forgotten, so that the next request tries again instead of failing for
+  // the life of the process.
+  s3Sdk ??= import('@aws-sdk/client-s3').catch((error: unknown) => {
+    s3Sdk = null;
+    throw error;
+  });
   return s3Sdk;
 }
 
