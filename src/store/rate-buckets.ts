@@ -10,14 +10,16 @@ export interface Lease {
 
 /**
  * Shared token buckets: each lease is one atomic statement (no read then write), so processes
- * on one store never hand out the same token twice.
+ * on one store never hand out the same token twice, nor refuse one a bucket has.
  */
 export class RateBucketRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
   /**
    * Takes `want` tokens from bucket `name` (refilling at `rate` per second up to `burst` since it
-   * was last used), or 1 if fewer are left, or none.
+   * was last used), or 1 if fewer are left, or none. Each try is one upsert: a bucket missing is
+   * a full one, and `deleteFull` (another process's, any time) may remove a full bucket between
+   * two statements, which an insert followed by an update took for a refusal.
    */
   async lease(
     name: string,
@@ -25,34 +27,44 @@ export class RateBucketRepository {
     want: number,
     now: number,
   ): Promise<Lease> {
-    await this.db
-      .insertInto('rate_buckets')
-      .values({ name, tokens: limit.burst, updated_at: now, rate: limit.rate, burst: limit.burst })
-      .onConflict((conflict) => conflict.column('name').doNothing())
-      .execute();
     // The bucket as it is now: its tokens plus the refill since its last use (never negative:
-    // another node's clock may be a little ahead), capped at the burst.
-    // Parameters are typed: PostgreSQL would otherwise infer bigint from `updated_at` for them.
+    // another node's clock may be a little ahead), capped at the burst. Qualified: in the upsert
+    // these are the stored row's columns. Parameters are typed: PostgreSQL would otherwise infer
+    // bigint from `updated_at` for them.
     const at = sql`cast(${now} as bigint)`;
     const rate = sql`cast(${limit.rate} as double precision)`;
     const burst = sql`cast(${limit.burst} as double precision)`;
-    const refill = sql`(case when ${at} > updated_at then ${at} - updated_at else 0 end) * ${rate} / 1000.0`;
-    const refilled = sql<number>`case when tokens + ${refill} > ${burst} then ${burst} else tokens + ${refill} end`;
+    const tokens = sql.ref('rate_buckets.tokens');
+    const updatedAt = sql.ref('rate_buckets.updated_at');
+    const refill = sql`(case when ${at} > ${updatedAt} then ${at} - ${updatedAt} else 0 end) * ${rate} / 1000.0`;
+    const refilled = sql<number>`case when ${tokens} + ${refill} > ${burst} then ${burst} else ${tokens} + ${refill} end`;
     for (const take of want > 1 ? [want, 1] : [1]) {
+      if (take > limit.burst) continue;
       const row = await this.db
-        .updateTable('rate_buckets')
-        .set({
-          tokens: sql<number>`${refilled} - cast(${take} as double precision)`,
+        .insertInto('rate_buckets')
+        .values({
+          name,
+          tokens: limit.burst - take,
           updated_at: now,
           rate: limit.rate,
           burst: limit.burst,
         })
-        .where('name', '=', name)
-        .where(sql<boolean>`${refilled} >= cast(${take} as double precision)`)
+        .onConflict((conflict) =>
+          conflict
+            .column('name')
+            .doUpdateSet({
+              tokens: sql<number>`${refilled} - cast(${take} as double precision)`,
+              updated_at: now,
+              rate: limit.rate,
+              burst: limit.burst,
+            })
+            .where(sql<boolean>`${refilled} >= cast(${take} as double precision)`),
+        )
         .returning('tokens')
         .executeTakeFirst();
       if (row !== undefined) return { granted: take, left: Number(row.tokens) };
     }
+    // Refused: the bucket exists and holds less than one token, so no `deleteFull` removes it.
     const row = await this.db
       .selectFrom('rate_buckets')
       .select(refilled.as('tokens'))

@@ -20,8 +20,8 @@ export async function pollResult(
       headers: { authorization: auth },
     });
     if (response.status === 200) return (await response.json()) as Record<string, unknown>;
-    assert.equal(response.status, 404, 'unfinished items answer 404');
-    await response.arrayBuffer();
+    const body = await response.text();
+    assert.equal(response.status, 404, `unfinished items answer 404, not: ${body}`);
     await sleep(20);
   }
   throw new Error(`no result for ${id} within ${timeoutMs} ms`);
