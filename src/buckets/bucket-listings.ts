@@ -5,6 +5,7 @@ import { PeriodicTask } from '../periodic-task.js';
 import type { Store } from '../store/store.js';
 import type { BucketClients } from './bucket-clients.js';
 import type { BucketIntake } from './bucket-intake.js';
+import type { SourcePresence } from './source-presence.js';
 
 /** How often a requested (or orphaned) listing is looked for. */
 const LISTINGS_INTERVAL_MS = 1_000;
@@ -29,6 +30,7 @@ export class BucketListings extends PeriodicTask {
 
   constructor(
     private readonly store: Store,
+    private readonly presence: SourcePresence,
     private readonly clients: BucketClients,
     private readonly intake: BucketIntake,
     private readonly options: {
@@ -49,6 +51,7 @@ export class BucketListings extends PeriodicTask {
   }
 
   private async listRequested(): Promise<void> {
+    if (!(await this.presence.any())) return;
     for (;;) {
       if (this.stopping) return;
       const source = await this.store.bucketSources.claimListing(Date.now(), this.options.leaseMs);

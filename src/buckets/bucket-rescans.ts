@@ -3,6 +3,7 @@ import type { BucketSource } from '../domain/records.js';
 import { PeriodicTask } from '../periodic-task.js';
 import type { Store } from '../store/store.js';
 import type { BucketIntake } from './bucket-intake.js';
+import type { SourcePresence } from './source-presence.js';
 
 /** How often the signature set is compared with the one clean verdicts were given with. */
 export const BUCKET_RESCANS_INTERVAL_MS = 10_000;
@@ -36,6 +37,7 @@ export class BucketRescans extends PeriodicTask {
 
   constructor(
     private readonly store: Store,
+    private readonly presence: SourcePresence,
     private readonly intake: BucketIntake,
     private readonly signatureSet: () => Promise<string | null>,
     private readonly settings: RescanSettings,
@@ -50,6 +52,7 @@ export class BucketRescans extends PeriodicTask {
     const now = Date.now();
     const elapsedSeconds = Math.max(1, (now - this.lastRound) / 1000);
     this.lastRound = now;
+    if (!(await this.presence.any())) return;
     const signatures = await this.signatureSet();
     if (signatures === null) return;
     const changed = this.lastSet !== null && this.lastSet !== signatures;

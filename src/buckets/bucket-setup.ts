@@ -11,6 +11,7 @@ import { BucketQueues } from './bucket-queues.js';
 import { BucketRescans } from './bucket-rescans.js';
 import { BucketVerdicts } from './bucket-verdicts.js';
 import { BucketWebhooks } from './bucket-webhooks.js';
+import { SourcePresence } from './source-presence.js';
 import type { VerdictTagNames } from './verdict-tags.js';
 
 /** ASSAY_BUCKET_* settings. */
@@ -88,8 +89,10 @@ export class BucketFrontDoor {
       () => tag.signatureSet(),
       (source, origin, outcome) => metrics.objectAnnounced(source, origin, outcome),
     );
+    const presence = new SourcePresence(this.store);
     this.verdicts = new BucketVerdicts(
       this.store,
+      presence,
       this.clients,
       this.intake,
       this.settings.tagNames,
@@ -107,6 +110,7 @@ export class BucketFrontDoor {
     );
     this.listings = new BucketListings(
       this.store,
+      presence,
       this.clients,
       this.intake,
       {
@@ -119,6 +123,7 @@ export class BucketFrontDoor {
     );
     this.rescans = new BucketRescans(
       this.store,
+      presence,
       this.intake,
       () => tag.signatureSet(),
       {

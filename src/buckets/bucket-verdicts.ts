@@ -7,6 +7,7 @@ import { BucketRequestError, type ObjectVersion } from './bucket-client.js';
 import type { BucketClients } from './bucket-clients.js';
 import type { BucketIntake } from './bucket-intake.js';
 import { statusOfResult } from './object-status.js';
+import type { SourcePresence } from './source-presence.js';
 import { mergeVerdictTags, type ScanStatus, type VerdictTagNames } from './verdict-tags.js';
 
 /** How often finished scans and due write-backs are looked for. */
@@ -40,6 +41,7 @@ export interface BucketVerdictEvents {
 export class BucketVerdicts extends PeriodicTask {
   constructor(
     private readonly store: Store,
+    private readonly presence: SourcePresence,
     private readonly clients: BucketClients,
     private readonly intake: BucketIntake,
     private readonly tagNames: VerdictTagNames,
@@ -53,6 +55,8 @@ export class BucketVerdicts extends PeriodicTask {
   }
 
   private async writeBackRound(): Promise<void> {
+    // No source, no object rows (removing a source removes them): nothing to collect or write.
+    if (!(await this.presence.any())) return;
     await this.collect();
     await this.writeDue();
     await this.announceOrphans();

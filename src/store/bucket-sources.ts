@@ -95,6 +95,12 @@ export class BucketSourceRepository {
     return row === undefined ? null : toSource(row);
   }
 
+  /** Whether any source exists: one indexed read of at most one row. */
+  async any(): Promise<boolean> {
+    const row = await this.db.selectFrom('bucket_sources').select('id').limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
   async list(): Promise<BucketSource[]> {
     const rows = await this.db.selectFrom('bucket_sources').selectAll().orderBy('name').execute();
     return rows.map(toSource);
