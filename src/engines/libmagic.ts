@@ -106,7 +106,7 @@ export class Libmagic {
   private constructor(
     private readonly full: Instance,
     private readonly reduced: Instance | null,
-    private readonly tiers: MagicTiers | null,
+    private readonly tiers: Omit<MagicTiers, 'reduced'> | null,
   ) {}
 
   /** `tiered: false` loads the full database only (the reference the tests compare against). */
@@ -126,7 +126,9 @@ export class Libmagic {
       MAGIC_NO_CHECK_ENCODING | MAGIC_NO_CHECK_TEXT,
     );
     reducedModule.FS.unlink(`/magic/${DATABASE}`);
-    return new Libmagic(full, reduced, tiers);
+    // The reduced database's bytes are libmagic's now: held here they would stay resident.
+    const { mayMatchRemoved, removed, kept } = tiers;
+    return new Libmagic(full, reduced, { mayMatchRemoved, removed, kept });
   }
 
   /** The compiled database wasmagic bundles (what `create` loads). */

@@ -217,23 +217,30 @@ export function splitMagic(database: Uint8Array): MagicTiers | null {
       slot.byByte[byte] = conditions;
     }
   }
-  const slots = [...keyed.values()];
   return {
     reduced,
     removed: removed.length,
     kept: kept.length,
-    mayMatchRemoved(bytes: Uint8Array): boolean {
-      const head = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-      // Plain loops: this runs for every head, over ~120 slots and ~80 unkeyed conditions.
-      for (const slot of slots) {
-        const byte = head[slot.offset];
-        if (byte === undefined) continue;
-        const conditions = slot.byByte[byte];
-        if (conditions === undefined) continue;
-        for (const condition of conditions) if (condition(head)) return true;
-      }
-      for (const condition of unkeyed) if (condition(head)) return true;
-      return false;
-    },
+    mayMatchRemoved: matcherOf([...keyed.values()], unkeyed),
+  };
+}
+
+/**
+ * `mayMatchRemoved`, made outside splitMagic: a closure made there would share its scope, which
+ * holds the whole database (10.8 MB) for the life of the process.
+ */
+function matcherOf(slots: KeyedCondition[], unkeyed: Condition[]): (bytes: Uint8Array) => boolean {
+  return (bytes) => {
+    const head = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+    // Plain loops: this runs for every head, over ~120 slots and ~80 unkeyed conditions.
+    for (const slot of slots) {
+      const byte = head[slot.offset];
+      if (byte === undefined) continue;
+      const conditions = slot.byByte[byte];
+      if (conditions === undefined) continue;
+      for (const condition of conditions) if (condition(head)) return true;
+    }
+    for (const condition of unkeyed) if (condition(head)) return true;
+    return false;
   };
 }
