@@ -28,7 +28,12 @@ import { existsSync } from 'node:fs';
  * The same restart sets MALLOC_ARENA_MAX=2 unless it is set: glibc gives each thread that
  * allocates (libmagic's worker, the checkpointing thread, libuv's and V8's helpers) an arena of
  * its own, up to 8 per CPU, each holding freed memory; two arenas cut 5-25 MB of peak RSS under
- * load for no CPU measured (docs/ARCHITECTURE.md, Memory). glibc reads it only at start too.
+ * load for no CPU measured (docs/ARCHITECTURE.md, Memory). And MALLOC_MMAP_THRESHOLD_: glibc
+ * raises its threshold for serving an allocation from its own mapping to the largest such block
+ * freed (up to 32 MB), so after libmagic's start freed its 12 MB buffers, its next ones of 10 MB
+ * stayed in the arenas once freed: ~10 MB resident for good. Fixed at 4 MB, blocks that large
+ * go back to the system when freed; a request allocates none (a head for libmagic is 1 MiB at
+ * most). glibc reads both only at start too.
  */
 const SERVICE_FLAGS = [
   { flag: '--max-semi-space-size=16', name: /--max[-_]semi[-_]space[-_]size/ },
@@ -49,6 +54,7 @@ function restartWithServiceFlags() {
   // Once replaced, the flags are in execArgv and the variable in the environment: the check
   // below ends the loop.
   if (missing.length === 0 && process.env.MALLOC_ARENA_MAX !== undefined) return;
+  // (MALLOC_ARENA_MAX is the marker: a user who sets it alone keeps glibc's own threshold.)
   process.execve(
     process.execPath,
     [
@@ -57,7 +63,7 @@ function restartWithServiceFlags() {
       ...process.execArgv,
       ...process.argv.slice(1),
     ],
-    { MALLOC_ARENA_MAX: '2', ...process.env },
+    { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: String(4 * 1024 * 1024), ...process.env },
   );
 }
 

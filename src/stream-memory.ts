@@ -13,27 +13,38 @@ export const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
 
 let sinceCollection = 0;
 /** null: this runtime gives no collector (the counting still runs, for nothing). */
-let minorCollection: (() => void) | null | undefined;
+let gcFunction: ((options?: { type: 'minor' | 'major' }) => void) | null | undefined;
 
 /** Counts content bytes this process streamed (any upload, download or spool read). */
 export function noteStreamedBytes(bytes: number): void {
   sinceCollection += bytes;
   if (sinceCollection < COLLECT_EVERY_BYTES) return;
   sinceCollection = 0;
-  collector()?.();
+  collector()?.({ type: 'minor' });
 }
 
-function collector(): (() => void) | null {
-  if (minorCollection === undefined) {
+/**
+ * A full collection of this thread's heap, once its start has left garbage that nothing would
+ * collect: an idle worker thread allocates too little to start one (libmagic's start leaves
+ * ~24 MB of buffers: content-type-worker.ts).
+ */
+export function collectAllGarbage(): void {
+  collector()?.({ type: 'major' });
+}
+
+function collector(): ((options?: { type: 'minor' | 'major' }) => void) | null {
+  if (gcFunction === undefined) {
     try {
       // The flag puts a `gc` function in contexts created after it: this one's, kept private.
       // The service's own global never gets one, so no dependency can start collections.
       setFlagsFromString('--expose-gc');
-      const gc = runInNewContext('gc') as ((options: { type: 'minor' }) => void) | undefined;
-      minorCollection = typeof gc === 'function' ? () => gc({ type: 'minor' }) : null;
+      const gc = runInNewContext('gc') as
+        | ((options?: { type: 'minor' | 'major' }) => void)
+        | undefined;
+      gcFunction = typeof gc === 'function' ? gc : null;
     } catch {
-      minorCollection = null;
+      gcFunction = null;
     }
   }
-  return minorCollection;
+  return gcFunction;
 }

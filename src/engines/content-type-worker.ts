@@ -1,5 +1,6 @@
 // Worker thread of ContentTypeDetector: runs libmagic off the event loop.
 import { parentPort, workerData } from 'node:worker_threads';
+import { collectAllGarbage } from '../stream-memory.js';
 import type { WorkerSettings } from './content-type.js';
 import { Libmagic } from './libmagic.js';
 
@@ -15,6 +16,9 @@ const fault = (head: Buffer, marker: string | undefined) =>
   marker !== undefined && head.includes(marker);
 
 const magic = await Libmagic.create();
+// The start's buffers (wasmagic's binary as read, the database, the stripped binary: ~24 MB) are
+// garbage now, and this thread would never allocate enough to collect them: resident for good.
+collectAllGarbage();
 const port = parentPort;
 if (port === null) throw new Error('content-type-worker must run as a worker thread');
 

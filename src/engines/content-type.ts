@@ -247,7 +247,7 @@ export class ContentTypeDetector {
 
   private startWorker(): Promise<void> {
     const start = this.starts++;
-    const worker = spawnWorker({
+    const worker = spawnContentTypeWorker({
       hangOn: this.hooks.hangOn,
       exitOn: this.hooks.exitOn,
       failOn: this.hooks.failOn,
@@ -321,7 +321,7 @@ export interface WorkerSettings {
 }
 
 /** The worker runs the compiled .js file; under tsx (tests, development) it registers tsx first. */
-function spawnWorker(workerData: WorkerSettings): Worker {
+export function spawnContentTypeWorker(workerData: WorkerSettings): Worker {
   if (!import.meta.url.endsWith('.ts')) {
     return new Worker(new URL('./content-type-worker.js', import.meta.url), { workerData });
   }

@@ -7,12 +7,14 @@ interface Start {
   execArgv: string[];
   /** glibc's arena limit in the start's environment. */
   arenas: string | null;
+  /** glibc's mmap threshold in the start's environment. */
+  mmapThreshold: string | null;
 }
 
 /**
  * `bin/assay.js serve` restarts itself once with V8's heap flags and glibc's arena limit
  * (docs/ARCHITECTURE.md, Memory). A module preloaded through NODE_OPTIONS (which the restart
- * keeps) prints each start's pid, node flags and MALLOC_ARENA_MAX; a bad port ends the service
+ * keeps) prints each start's pid, node flags, MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_; a bad port ends the service
  * right after its start, built or not.
  */
 function starts(
@@ -22,13 +24,14 @@ function starts(
   nodeArgs: string[] = [],
 ): Start[] {
   const report =
-    'console.error("start "+JSON.stringify({pid:process.pid,execArgv:process.execArgv,arenas:process.env.MALLOC_ARENA_MAX??null}))';
+    'console.error("start "+JSON.stringify({pid:process.pid,execArgv:process.execArgv,arenas:process.env.MALLOC_ARENA_MAX??null,mmapThreshold:process.env.MALLOC_MMAP_THRESHOLD_??null}))';
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_OPTIONS: `${nodeOptions} --import=data:text/javascript,${encodeURIComponent(report)}`,
     ASSAY_PORT: 'not-a-port',
   };
   delete env.MALLOC_ARENA_MAX;
+  delete env.MALLOC_MMAP_THRESHOLD_;
   if (arenas !== undefined) env.MALLOC_ARENA_MAX = arenas;
   const result = spawnSync(process.execPath, [...nodeArgs, 'bin/assay.js', command], {
     env,
@@ -56,6 +59,8 @@ describe('assay serve: V8 heap flags and malloc arenas', () => {
       '--invocation-count-for-turbofan=1000',
     ]);
     assert.equal(second.arenas, '2');
+    assert.equal(first.mmapThreshold, null);
+    assert.equal(second.mmapThreshold, String(4 * 1024 * 1024));
     assert.equal(second.pid, first.pid, 'execve keeps the pid');
   });
 
