@@ -1,17 +1,17 @@
 /**
  * Async throughput on PostgreSQL with 1 and 2 worker processes (BENCH_WORKERS, e.g. "1,2,4"): one
- * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory
- * with no worker running (its rate and CPU per item: every 202 waits for two syncs, the spool
- * file's and the commit's); then `--role worker` processes are started and drain the queue. Each
- * count gets a database of its own on BENCH_POSTGRES (default postgres://postgres@127.0.0.1:5432,
- * created and dropped here). Reported for the drain: items per second from the workers being
- * ready to the last result (a few items may finish while a second worker starts), the CPU per
- * item of the workers and of PostgreSQL's backends (all
- * processes of the machine's `postgres` user), and the database's transactions per item
- * (pg_stat_database), pg-boss's polls and maintenance included. First, the transactions per
- * second of the same deployment idle (BENCH_IDLE_SECONDS, 60, after BENCH_IDLE_SETTLE_SECONDS, 30,
- * at rest), before the burst: after it,
- * autovacuum's passes over the tables would count as transactions too.
+ * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory with
+ * no worker running (its rate and CPU per item: every 202 waits for two syncs, the spool file's and
+ * the commit's), over the fresh process's first items (BENCH_WORKER_JOBS, while V8 compiles the
+ * request path) and as many again once warm (after twice as many more); then `--role worker` processes are started and drain
+ * the queue. Each count gets a database of its own on BENCH_POSTGRES (default
+ * postgres://postgres@127.0.0.1:5432, created and dropped here). Reported for the drain: items per
+ * second from the workers being ready to the last result (a few items may finish while a second
+ * worker starts), the CPU per item of the workers and of PostgreSQL's backends (all processes of
+ * the machine's `postgres` user), and the database's transactions per item (pg_stat_database),
+ * pg-boss's polls and maintenance included. First, the transactions per second of the same deployment
+ * idle (BENCH_IDLE_SECONDS, 60, after BENCH_IDLE_SETTLE_SECONDS, 30, at rest), before the burst:
+ * after it, autovacuum's passes over the tables would count as transactions too.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -211,31 +211,39 @@ export async function benchWorkers(socket: string, work: string, items: number):
           `${idleRate.toFixed(2)} database transactions per second (over ${idleSeconds} s, after ${settleSeconds} s at rest)`,
       );
       console.log(`  ${lines.at(-1)}`);
-      // Accepting first, with no worker: the api's own rate and cost.
-      const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
-      const acceptDbBefore = postgresCpuSeconds();
-      const acceptXactBefore = await transactions(name);
-      await statements?.begin();
-      const acceptBegin = performance.now();
-      await runConcurrently(items, 16, async () => {
-        const form = new FormData();
-        form.append('file', new Blob([randomBytes(4096)]), 'item.bin');
-        const response = await fetch(`${api.url}/v2.2/files/async`, {
-          method: 'POST',
-          headers: { authorization: AUTH },
-          body: form,
+      // Accepting first, with no worker: the api's own rate and cost, over a fresh process's first
+      // items (V8 compiles the request path meanwhile) and, after twice as many more, warm: V8
+      // optimises a function after 3,000 calls by default (1,000 as `serve` sets it).
+      const acceptBatch = async (items: number) => {
+        const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
+        const dbCpuBefore = postgresCpuSeconds();
+        const xactBefore = await transactions(name);
+        await statements?.begin();
+        const begin = performance.now();
+        await runConcurrently(items, 16, async () => {
+          const form = new FormData();
+          form.append('file', new Blob([randomBytes(4096)]), 'item.bin');
+          const response = await fetch(`${api.url}/v2.2/files/async`, {
+            method: 'POST',
+            headers: { authorization: AUTH },
+            body: form,
+          });
+          if (response.status !== 202) throw new Error(`async upload: ${response.status}`);
+          await response.arrayBuffer();
         });
-        if (response.status !== 202) throw new Error(`async upload: ${response.status}`);
-        await response.arrayBuffer();
-      });
-      const accepted = (performance.now() - acceptBegin) / 1000;
-      if (statements !== undefined)
-        console.log(await statements.report('per item accepted', items));
-      const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
-      const acceptDbCpu = postgresCpuSeconds() - acceptDbBefore;
-      // PostgreSQL publishes a backend's counts within a second (as for the drain below).
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      const acceptXacts = (await transactions(name)) - acceptXactBefore;
+        const seconds = (performance.now() - begin) / 1000;
+        if (statements !== undefined)
+          console.log(await statements.report('per item accepted', items));
+        const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
+        const dbCpu = postgresCpuSeconds() - dbCpuBefore;
+        // PostgreSQL publishes a backend's counts within a second (as for the drain below).
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return { seconds, apiCpu, dbCpu, xacts: (await transactions(name)) - xactBefore };
+      };
+      const cold = await acceptBatch(items);
+      const between = await acceptBatch(2 * items);
+      const warm = await acceptBatch(items);
+      const queued = 4 * items;
       // Then the workers drain the queue: their rate and cost, and the database's.
       await statements?.begin();
       const dbByProcessBefore = postgresCpuByProcess();
@@ -257,7 +265,7 @@ export async function benchWorkers(socket: string, work: string, items: number):
             polls++;
             const results = Number(rows[0]?.n ?? 0);
             if (results > 0) firstResultAt ??= performance.now();
-            if (results >= items) {
+            if (results >= queued) {
               lastResultAt = performance.now();
               return;
             }
@@ -279,28 +287,31 @@ export async function benchWorkers(socket: string, work: string, items: number):
       await watching;
       // The first result came one item's time after the drain began: counted back in.
       const seconds =
-        (((lastResultAt - (firstResultAt ?? 0)) / 1000) * items) / Math.max(1, items - 1);
+        (((lastResultAt - (firstResultAt ?? 0)) / 1000) * queued) / Math.max(1, queued - 1);
       const startCpu = startupCpu.reduce((sum, cpu) => sum + cpu, 0);
       const workerCpu = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - startCpu;
       const dbCpu = postgresCpuSeconds() - dbBefore;
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const xacts = (await transactions(name)) - xactBefore - polls;
-      const perItem = (s: number) => ((s * 1000) / items).toFixed(2);
+      const perItem = (s: number, n = queued) => ((s * 1000) / n).toFixed(2);
+      const acceptance = ({ seconds, apiCpu, dbCpu, xacts }: typeof cold) =>
+        `${(items / seconds).toFixed(1)} items/s (${perItem(apiCpu, items)} ms cpu each, ` +
+        `postgres ${perItem(dbCpu, items)} ms, ${(xacts / items).toFixed(2)} transactions)`;
+      const acceptCpu = [cold, between, warm].reduce((sum, b) => sum + b.apiCpu + b.dbCpu, 0);
       lines.push(
-        `4 KB async on PostgreSQL: accepted by 1 api process at ${(items / accepted).toFixed(1)} ` +
-          `items/s (${perItem(apiCpu)} ms cpu each, postgres ${perItem(acceptDbCpu)} ms, ` +
-          `${(acceptXacts / items).toFixed(2)} transactions); drained by ${workers} worker ` +
-          `process${workers > 1 ? 'es' : ''} at ${(items / seconds).toFixed(1)} items/s; ` +
+        `4 KB async on PostgreSQL: accepted by 1 api process at ${acceptance(cold)} over its ` +
+          `first ${items}, then ${acceptance(warm)} over ${items} after ${2 * items} more; drained by ${workers} worker ` +
+          `process${workers > 1 ? 'es' : ''} at ${(queued / seconds).toFixed(1)} items/s; ` +
           `cpu per item: workers ${perItem(workerCpu)} ms, postgres ` +
-          `${perItem(dbCpu)} ms; ${(xacts / items).toFixed(1)} database transactions per item ` +
+          `${perItem(dbCpu)} ms; ${(xacts / queued).toFixed(1)} database transactions per item ` +
           `(pg-boss's included); in all, accepted and drained: ` +
-          `${perItem(apiCpu + acceptDbCpu + workerCpu + dbCpu)} ms of api, worker and postgres cpu ` +
-          `and ${((acceptXacts + xacts) / items).toFixed(1)} transactions per item; peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
+          `${perItem(acceptCpu + workerCpu + dbCpu)} ms of api, worker and postgres cpu ` +
+          `and ${((cold.xacts + between.xacts + warm.xacts + xacts) / queued).toFixed(1)} transactions per item; peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
           `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);
       if (statements !== undefined) {
-        console.log(await statements.report('per item drained', items));
+        console.log(await statements.report('per item drained', queued));
         for (const [process, seconds] of postgresCpuByProcess()) {
           const used = seconds - (dbByProcessBefore.get(process) ?? 0);
           if (used > 0) console.log(`    ${perItem(used).padStart(6)} ms  ${process}`);
