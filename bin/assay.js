@@ -29,11 +29,11 @@ import { existsSync } from 'node:fs';
  * allocates (libmagic's worker, the checkpointing thread, libuv's and V8's helpers) an arena of
  * its own, up to 8 per CPU, each holding freed memory; two arenas cut 5-25 MB of peak RSS under
  * load for no CPU measured (docs/ARCHITECTURE.md, Memory). And MALLOC_MMAP_THRESHOLD_: glibc
- * raises its threshold for serving an allocation from its own mapping to the largest such block
- * freed (up to 32 MB), so after libmagic's start freed its 12 MB buffers, its next ones of 10 MB
- * stayed in the arenas once freed: ~10 MB resident for good. Fixed at 4 MB, blocks that large
- * go back to the system when freed; a request allocates none (a head for libmagic is 1 MiB at
- * most). glibc reads both only at start too.
+ * raises its threshold for giving an allocation a mapping of its own to the largest such block
+ * freed (up to 32 MB), so once one of libmagic's large start buffers (10-12 MB) had been freed,
+ * later ones came from the arenas and stayed there when freed: ~10 MB resident for good. Fixed at
+ * 4 MB, blocks that large always go back to the system when freed; the request path allocates
+ * none (a head for libmagic is 1 MiB at most). glibc reads both only at start too.
  */
 const SERVICE_FLAGS = [
   { flag: '--max-semi-space-size=16', name: /--max[-_]semi[-_]space[-_]size/ },
