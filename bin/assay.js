@@ -54,7 +54,7 @@ function restartWithServiceFlags() {
   // Once replaced, the flags are in execArgv and the variable in the environment: the check
   // below ends the loop.
   if (missing.length === 0 && process.env.MALLOC_ARENA_MAX !== undefined) return;
-  // (MALLOC_ARENA_MAX is the marker: a user who sets it alone keeps glibc's own threshold.)
+  // (With every flag and MALLOC_ARENA_MAX given, nothing is added: whoever set those tunes malloc.)
   process.execve(
     process.execPath,
     [
