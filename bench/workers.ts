@@ -214,13 +214,13 @@ export async function benchWorkers(socket: string, work: string, items: number):
       // Accepting first, with no worker: the api's own rate and cost, over a fresh process's first
       // items (V8 compiles the request path meanwhile) and, after twice as many more, warm: V8
       // optimises a function after 3,000 calls by default (1,000 as `serve` sets it).
-      const acceptBatch = async (items: number) => {
+      const acceptBatch = async (count: number) => {
         const apiCpuBefore = cpuSeconds(api.child.pid ?? 0);
         const dbCpuBefore = postgresCpuSeconds();
         const xactBefore = await transactions(name);
         await statements?.begin();
         const begin = performance.now();
-        await runConcurrently(items, 16, async () => {
+        await runConcurrently(count, 16, async () => {
           const form = new FormData();
           form.append('file', new Blob([randomBytes(4096)]), 'item.bin');
           const response = await fetch(`${api.url}/v2.2/files/async`, {
@@ -233,7 +233,7 @@ export async function benchWorkers(socket: string, work: string, items: number):
         });
         const seconds = (performance.now() - begin) / 1000;
         if (statements !== undefined)
-          console.log(await statements.report('per item accepted', items));
+          console.log(await statements.report('per item accepted', count));
         const apiCpu = cpuSeconds(api.child.pid ?? 0) - apiCpuBefore;
         const dbCpu = postgresCpuSeconds() - dbCpuBefore;
         // PostgreSQL publishes a backend's counts within a second (as for the drain below).
