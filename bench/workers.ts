@@ -3,15 +3,16 @@
  * `--role api` process takes 4 KB async uploads (concurrency 16) into a shared spool directory with
  * no worker running (its rate and CPU per item: every 202 waits for two syncs, the spool file's and
  * the commit's), over the fresh process's first items (BENCH_WORKER_JOBS, while V8 compiles the
- * request path) and as many again once warm (after twice as many more); then `--role worker` processes are started and drain
- * the queue. Each count gets a database of its own on BENCH_POSTGRES (default
- * postgres://postgres@127.0.0.1:5432, created and dropped here). Reported for the drain: items per
- * second from the workers being ready to the last result (a few items may finish while a second
- * worker starts), the CPU per item of the workers and of PostgreSQL's backends (all processes of
- * the machine's `postgres` user), and the database's transactions per item (pg_stat_database),
- * pg-boss's polls and maintenance included. First, the transactions per second of the same deployment
- * idle (BENCH_IDLE_SECONDS, 60, after BENCH_IDLE_SETTLE_SECONDS, 30, at rest), before the burst:
- * after it, autovacuum's passes over the tables would count as transactions too.
+ * request path) and as many again once warm (after twice as many more); then `--role worker`
+ * processes are started and drain the queue. Each count gets a database of its own on
+ * BENCH_POSTGRES (default postgres://postgres@127.0.0.1:5432, created and dropped here). Reported
+ * for the drain: items per second from the workers being ready to the last result (a few items may
+ * finish while a second worker starts), the CPU per item of the workers and of PostgreSQL's
+ * backends (all processes of the machine's `postgres` user), and the database's transactions per
+ * item (pg_stat_database), pg-boss's polls and maintenance included. First, the transactions per
+ * second of the same deployment idle (BENCH_IDLE_SECONDS, 60, after BENCH_IDLE_SETTLE_SECONDS, 30,
+ * at rest), before the burst: after it, autovacuum's passes over the tables would count as
+ * transactions too.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -298,15 +299,18 @@ export async function benchWorkers(socket: string, work: string, items: number):
         `${(items / seconds).toFixed(1)} items/s (${perItem(apiCpu, items)} ms cpu each, ` +
         `postgres ${perItem(dbCpu, items)} ms, ${(xacts / items).toFixed(2)} transactions)`;
       const acceptCpu = [cold, between, warm].reduce((sum, b) => sum + b.apiCpu + b.dbCpu, 0);
+      const acceptXacts = cold.xacts + between.xacts + warm.xacts;
       lines.push(
         `4 KB async on PostgreSQL: accepted by 1 api process at ${acceptance(cold)} over its ` +
-          `first ${items}, then ${acceptance(warm)} over ${items} after ${2 * items} more; drained by ${workers} worker ` +
+          `first ${items}, then ${acceptance(warm)} over ${items} after ${2 * items} more; ` +
+          `drained by ${workers} worker ` +
           `process${workers > 1 ? 'es' : ''} at ${(queued / seconds).toFixed(1)} items/s; ` +
           `cpu per item: workers ${perItem(workerCpu)} ms, postgres ` +
           `${perItem(dbCpu)} ms; ${(xacts / queued).toFixed(1)} database transactions per item ` +
           `(pg-boss's included); in all, accepted and drained: ` +
           `${perItem(acceptCpu + workerCpu + dbCpu)} ms of api, worker and postgres cpu ` +
-          `and ${((cold.xacts + between.xacts + warm.xacts + xacts) / queued).toFixed(1)} transactions per item; peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
+          `and ${((acceptXacts + xacts) / queued).toFixed(1)} transactions per item; ` +
+          `peak RSS: api ${memoryOf(api.child.pid ?? 0).peakMb.toFixed(0)} MB, ` +
           `largest worker ${Math.max(...pids.map((p) => memoryOf(p).peakMb)).toFixed(0)} MB`,
       );
       console.log(`  ${lines.at(-1)}`);

@@ -12,10 +12,10 @@ interface Start {
 }
 
 /**
- * `bin/assay.js serve` restarts itself once with V8's heap flags and glibc's arena limit
- * (docs/ARCHITECTURE.md, Memory). A module preloaded through NODE_OPTIONS (which the restart
- * keeps) prints each start's pid, node flags, MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_; a bad port ends the service
- * right after its start, built or not.
+ * `bin/assay.js serve` restarts itself once with V8's heap flags and glibc's arena limit and mmap
+ * threshold (docs/ARCHITECTURE.md, Memory). A module preloaded through NODE_OPTIONS (which the
+ * restart keeps) prints each start's pid, node flags, MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_;
+ * a bad port ends the service right after its start, built or not.
  */
 function starts(
   nodeOptions: string,

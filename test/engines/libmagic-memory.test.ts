@@ -32,6 +32,7 @@ test("libmagic's worker thread keeps none of its start's buffers", async () => {
     await new Promise<void>((resolve, reject) => {
       worker.on('message', (message: { ready?: boolean }) => message.ready && resolve());
       worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before ready`)));
     });
     await sleep(500); // backing stores are released after the collection that found them dead
     const { external_memory } = await worker.getHeapStatistics();
