@@ -1,8 +1,10 @@
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import type { ClamdClient } from './engines/clamav/clamd-client.js';
+import { type ClamdAddress, ClamdClient } from './engines/clamav/clamd-client.js';
 import { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
+import { loadDescriptorPassing } from './engines/clamav/descriptor-passing.js';
 import { findClamdBinary } from './engines/clamav/managed-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
 import type { ContentEngine } from './engines/engine.js';
@@ -110,4 +112,38 @@ export function engineVersions(
 export async function signatureVersions(versions: EngineVersions | null): Promise<string | null> {
   const parts = versions === null ? null : await versions.changing();
   return parts === null ? null : parts.slice(0, 2).join(', ');
+}
+
+/**
+ * The service's clamd client. On a unix socket with ASSAY_CLAMD_HANDOFF=file, items go to clamd as
+ * files (FILDES): larger ones are written under the data folder's `clamd-files` as they arrive.
+ */
+export async function createClamdClient(
+  config: Config,
+  address: ClamdAddress,
+  logger: Logger,
+  idleTimeoutMs?: number,
+): Promise<ClamdClient> {
+  let descriptorDir: string | undefined;
+  if (config.clamdHandoff === 'file' && address.kind === 'unix') {
+    const { passing, error } = loadDescriptorPassing();
+    if (passing === null) {
+      logger.warn(
+        { error },
+        'the native part that hands clamd files is not built (npm ci builds it): items go to clamd as streams',
+      );
+    } else {
+      descriptorDir = join(config.dataDir, 'clamd-files');
+      await mkdir(descriptorDir, { recursive: true, mode: 0o700 });
+    }
+  }
+  return new ClamdClient(address, {
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+    ...(descriptorDir === undefined ? {} : { descriptorDir }),
+    onDescriptorsRefused: (reply) =>
+      logger.warn(
+        { reply },
+        'clamd failed an item handed to it as a file and then scanned it as a stream: items go to clamd as streams from now on',
+      ),
+  });
 }

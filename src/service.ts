@@ -6,8 +6,14 @@ import { ExpiredTokenPurge } from './accounts/token-purge.js';
 import { BucketFrontDoor } from './buckets/bucket-setup.js';
 import { callbackDispatcher } from './callback-setup.js';
 import type { Config } from './config.js';
-import { clamdInDataDir, engineVersions, signatureVersions, startClamd } from './engine-setup.js';
-import { ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
+import {
+  clamdInDataDir,
+  createClamdClient,
+  engineVersions,
+  signatureVersions,
+  startClamd,
+} from './engine-setup.js';
+import { type ClamdClient, parseClamdAddress } from './engines/clamav/clamd-client.js';
 import { clamdDatabasesVersion, refusedDatabases } from './engines/clamav/clamd-databases.js';
 import type { DataDirClamd } from './engines/clamav/data-dir-clamd.js';
 import { ownSignaturesVersion } from './engines/clamav/signatures.js';
@@ -162,7 +168,7 @@ export async function startService(
     const clamdAddress =
       managedClamd?.address ??
       parseClamdAddress(config.clamd.mode === 'external' ? config.clamd.address : '');
-    clamd = new ClamdClient(clamdAddress, { idleTimeoutMs: testHooks.clamdIdleTimeoutMs });
+    clamd = await createClamdClient(config, clamdAddress, logger, testHooks.clamdIdleTimeoutMs);
     const databasesVersion = clamdDatabasesVersion(
       clamdAddress,
       config.clamdDatabaseDir,

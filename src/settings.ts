@@ -45,6 +45,10 @@ export const SETTINGS = {
     default: 'concurrent',
     doc: '`concurrent`: the managed clamd scans on with the old signatures while it loads new ones (both sets in memory meanwhile); `blocking`: it answers nothing until the new set is loaded (half the memory).',
   },
+  ASSAY_CLAMD_HANDOFF: {
+    default: 'file',
+    doc: "How items reach clamd on a unix socket: `file` writes each to a file without a name (small ones in memory, larger ones under the data folder's `clamd-files`, as they arrive) and hands clamd its descriptor (FILDES), so clamd scans it without first copying a stream to its own temporary file; `stream` sends them as streams (INSTREAM). Over TCP, always streams.",
+  },
   ASSAY_CLAMD_IMAGE_FUZZY_HASH: {
     default: 'yes',
     doc: "`yes`: the managed clamd computes a fuzzy hash of every image it scans, so that `fuzzy_img` signatures (in an operator's or the official databases) can match images close to a known one; about 17 ms of clamd's CPU per 1 MP JPEG (19.5 against 2.7 ms). `no`: images scan faster, and `fuzzy_img` signatures never match (Assay's own database has none). Part of the verdict cache's key.",

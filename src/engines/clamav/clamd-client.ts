@@ -8,7 +8,8 @@ import {
   instreamRequest,
   rejection,
 } from './clamd-connection.js';
-import { ClamdSessionError, ClamdSessionPool } from './clamd-sessions.js';
+import { type ClamdSession, ClamdSessionError, ClamdSessionPool } from './clamd-sessions.js';
+import { type DescriptorPassing, loadDescriptorPassing, ScanFile } from './descriptor-passing.js';
 
 export { ClamdUnavailableError } from './clamd-connection.js';
 
@@ -70,6 +71,15 @@ export interface ClamdClientOptions {
   sessionMaxCommands?: number;
   /** Streams up to this size are held and sent whole on a session; larger ones stream on their own connection. */
   sessionMaxBytes?: number;
+  /**
+   * Hand clamd each item as a file (FILDES) instead of a stream (INSTREAM), where clamd listens on
+   * a unix socket and sessions are on: items over `sessionMaxBytes` are written to unnamed files in
+   * this folder as they arrive. clamd then scans the file itself rather than first writing its own
+   * copy of the stream. Unset: INSTREAM.
+   */
+  descriptorDir?: string;
+  /** FILDES failed where INSTREAM then gave a verdict: items go as streams from then on. */
+  onDescriptorsRefused?: (reply: string) => void;
 }
 
 /**
@@ -83,8 +93,12 @@ const RESOLVED = Promise.resolve();
 
 /** clamd's verdict, or undefined for any other reply (an error). */
 function scanVerdict(reply: string): ClamdVerdict | undefined {
-  if (reply === 'stream: OK') return { signature: null };
-  const found = /^stream: (.+) FOUND$/.exec(reply);
+  // `stream: ` for INSTREAM, `fd[<n>]: ` for FILDES.
+  const name = /^(?:stream|fd\[\d{1,10}\]): /.exec(reply);
+  if (name === null) return undefined;
+  const rest = reply.slice(name[0].length);
+  if (rest === 'OK') return { signature: null };
+  const found = /^(.+) FOUND$/.exec(rest);
   return found?.[1] === undefined ? undefined : { signature: found[1] };
 }
 
@@ -115,6 +129,9 @@ interface ScanControl {
   cancel: (() => void) | undefined;
 }
 
+/** What clamd said of an item handed over as a file (see ClamdClient.scanFile). */
+type FileOutcome = { verdict: ClamdVerdict } | { refused: string | null };
+
 function abortedError(): ClamdUnavailableError {
   return new ClamdUnavailableError('scan aborted');
 }
@@ -124,6 +141,8 @@ export class ClamdClient {
   private readonly timeouts: ClamdTimeouts;
   private readonly sessions: ClamdSessionPool | null;
   private readonly sessionMaxBytes: number;
+  private descriptors: { passing: DescriptorPassing; dir: string } | null;
+  private readonly onDescriptorsRefused: (reply: string) => void;
   /** How long a scan's verdict is awaited after the stream ends (above clamd's MaxScanTime). */
   readonly verdictTimeoutMs: number;
 
@@ -145,6 +164,23 @@ export class ClamdClient {
           })
         : null;
     this.sessionMaxBytes = this.sessions === null ? 0 : (options.sessionMaxBytes ?? 256 * 1024);
+    const { passing } = loadDescriptorPassing();
+    this.descriptors =
+      address.kind === 'unix' &&
+      this.sessions !== null &&
+      options.descriptorDir !== undefined &&
+      passing !== null
+        ? { passing, dir: options.descriptorDir }
+        : null;
+    this.onDescriptorsRefused = options.onDescriptorsRefused ?? (() => undefined);
+  }
+
+  /** Verdicts clamd gave for files handed to it (the rest came by INSTREAM). */
+  filesScanned = 0;
+
+  /** Items go to clamd as files (FILDES), not streams. */
+  get byDescriptor(): boolean {
+    return this.descriptors !== null;
   }
 
   get address(): ClamdAddress {
@@ -167,6 +203,7 @@ export class ClamdClient {
    * finish(); past that it streams on a connection of its own, with backpressure, as it arrives.
    */
   instream(): InstreamScan {
+    if (this.descriptors !== null) return this.fileScan(this.descriptors);
     const control: ScanControl = { aborted: false, cancel: undefined };
     // Without sessions, connect at once so the connection is ready when the first bytes arrive.
     let connection: ClamdConnection | undefined =
@@ -211,6 +248,126 @@ export class ClamdClient {
         control.cancel?.();
       },
     };
+  }
+
+  /**
+   * The item is written to a ScanFile as it arrives and clamd scans that file (FILDES) once it
+   * ends. Where the disk refuses the file, the item streams on (INSTREAM) from its start; where
+   * clamd does not answer FILDES with a verdict, it is sent once as a stream from the file.
+   */
+  private fileScan({ passing, dir }: { passing: DescriptorPassing; dir: string }): InstreamScan {
+    const control: ScanControl = { aborted: false, cancel: undefined };
+    const file = new ScanFile(passing, dir, this.sessionMaxBytes);
+    let connection: ClamdConnection | undefined;
+    let finishing = false;
+    return {
+      write: async (chunk) => {
+        if (control.aborted) throw abortedError();
+        if (connection !== undefined) return connection.write(chunk);
+        try {
+          file.write(chunk);
+        } catch {
+          // No room on the disk: the item streams to clamd from its start, as without files.
+          connection = this.open('INSTREAM');
+          for (const piece of file.pieces()) await connection.write(piece);
+          file.close();
+        }
+      },
+      finish: async () => {
+        finishing = true;
+        try {
+          if (control.aborted) throw abortedError();
+          if (connection !== undefined) {
+            const blocked = connection.end();
+            if (blocked !== undefined) throw blocked;
+            return parseScanReply(await connection.readReply());
+          }
+          let outcome: FileOutcome;
+          try {
+            outcome = await this.scanFile(file.descriptor(), passing, control);
+          } catch (error) {
+            if (error instanceof ClamdUnavailableError) throw error;
+            // No file to hand over (descriptors or memory ran out): the item goes as a stream.
+            outcome = { refused: null };
+          }
+          if ('verdict' in outcome) {
+            this.filesScanned += 1;
+            return outcome.verdict;
+          }
+          const streamed = await this.streamPieces(file.pieces(), control);
+          if (outcome.refused !== null && this.descriptors !== null) {
+            // clamd failed the file where a stream of the same content did not: streams from now on.
+            this.descriptors = null;
+            this.onDescriptorsRefused(outcome.refused);
+          }
+          return streamed;
+        } finally {
+          connection?.destroy();
+          file.close();
+        }
+      },
+      abort: () => {
+        control.aborted = true;
+        connection?.destroy();
+        control.cancel?.();
+        // While finish() runs, it closes the file itself (a descriptor closed under a command
+        // about to go out could be reused by another file by then).
+        if (!finishing) file.close();
+      },
+    };
+  }
+
+  /**
+   * FILDES of `fd` on a session (one outside the pool when it is full). `refused` where clamd gave
+   * no verdict for the file though it may for a stream: its reply, or null for a session that
+   * failed before any reply (the caller sends the item once more as a stream).
+   */
+  private async scanFile(
+    fd: number,
+    passing: DescriptorPassing,
+    control: ScanControl,
+  ): Promise<FileOutcome> {
+    const pool = this.sessions as ClamdSessionPool;
+    const pooled = pool.acquire();
+    const session: ClamdSession = pooled ?? pool.standalone();
+    control.cancel = () => session.cancel();
+    try {
+      const reply = await session.commandWithDescriptor(fd, passing);
+      const verdict = scanVerdict(reply);
+      if (pooled === undefined) session.close();
+      else pool.release(session, verdict !== undefined);
+      return verdict === undefined ? { refused: reply } : { verdict };
+    } catch (error) {
+      if (pooled === undefined) session.close();
+      if (!(error instanceof ClamdSessionError) || !error.retryable || control.aborted) {
+        throw error;
+      }
+      if (error.unsupported) pool.suspend();
+      return { refused: null };
+    } finally {
+      control.cancel = undefined;
+    }
+  }
+
+  /** INSTREAM of `pieces` on a connection of its own. */
+  private async streamPieces(
+    pieces: Iterable<Buffer>,
+    control: ScanControl,
+  ): Promise<ClamdVerdict> {
+    const connection = this.open('INSTREAM');
+    control.cancel = () => connection.destroy();
+    try {
+      for (const piece of pieces) {
+        if (control.aborted) throw abortedError();
+        await connection.write(piece);
+      }
+      const blocked = connection.end();
+      if (blocked !== undefined) throw blocked;
+      return parseScanReply(await connection.readReply());
+    } finally {
+      control.cancel = undefined;
+      connection.destroy();
+    }
   }
 
   /** Ends idle sessions; scans under way finish, and their sessions close after. */

@@ -8,6 +8,7 @@ import {
   publicClamdAddress,
   writeAll,
 } from './clamd-connection.js';
+import type { DescriptorPassing } from './descriptor-passing.js';
 
 const IDSESSION = Buffer.from('zIDSESSION\0');
 const END = Buffer.from('zEND\0');
@@ -124,6 +125,53 @@ export class ClamdSession {
       this.setTimer();
     });
     return promise;
+  }
+
+  /**
+   * clamd's FILDES: clamd scans the file `fd` refers to (it receives a duplicate: the caller may
+   * close its own once this settles). Resolves with clamd's reply. The descriptor goes out by the
+   * socket's own descriptor, past Node's write queue, so the queue must be empty first.
+   */
+  async commandWithDescriptor(fd: number, passing: DescriptorPassing): Promise<string> {
+    if (!(await this.writable()) || !this.idle) {
+      throw new ClamdSessionError('clamd session closed before a command went out', true);
+    }
+    // Node keeps a socket's descriptor on its handle and has no public way to read it.
+    const handle = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle;
+    const socketFd = typeof handle?.fd === 'number' ? handle.fd : -1;
+    if (socketFd < 0) throw new ClamdSessionError('clamd session has no descriptor', true);
+    this.commands += 1;
+    this.lastSentAt = performance.now();
+    const promise = new Promise<string>((resolve, reject) => {
+      this.inFlight = { id: this.commands, resolve, reject, sent: true, bytes: 0 };
+    });
+    this.socket.ref();
+    const result = passing.sendFildes(socketFd, fd);
+    if (result < 0) {
+      // Nothing or part of the command went out: the session cannot be trusted again.
+      this.fail(`could not hand the file to clamd over ${this.where} (errno ${-result})`, true);
+    } else {
+      this.setTimer();
+    }
+    return promise;
+  }
+
+  /** Connected, with nothing queued to write; false once the session has ended. */
+  private writable(): Promise<boolean> {
+    const ready = () => !this.socket.connecting && this.socket.writableLength === 0;
+    if (this.ended || ready()) return Promise.resolve(!this.ended);
+    return new Promise((resolve) => {
+      const settle = () => {
+        if (!this.ended && !ready()) return;
+        this.socket.off('connect', settle);
+        this.socket.off('drain', settle);
+        this.socket.off('close', settle);
+        resolve(!this.ended);
+      };
+      this.socket.on('connect', settle);
+      this.socket.on('drain', settle);
+      this.socket.on('close', settle);
+    });
   }
 
   /** Abandons the command under way, if any, and the session with it. */
@@ -295,6 +343,11 @@ export class ClamdSessionPool {
     if (this.open >= this.options.size || now < this.unsupportedUntil) return undefined;
     this.open += 1;
     return new ClamdSession(this.address, this.timeouts, (gone) => this.forget(gone));
+  }
+
+  /** A session outside the pool, for one command while the pool is full; close it after. */
+  standalone(): ClamdSession {
+    return new ClamdSession(this.address, this.timeouts, () => undefined);
   }
 
   /** Back to the pool after a verdict; `reusable` false (an error reply) closes it. */
