@@ -54,6 +54,11 @@ say "Node.js $(node --version), npm $(npm --version)"
 missing=()
 command -v clamd >/dev/null 2>&1 || [ -x /usr/sbin/clamd ] || missing+=(clamav-daemon)
 [ -d /usr/share/clamav-testfiles ] || missing+=(clamav-testfiles)
+# npm ci builds a small C addon that hands clamd files (node-gyp: python3, make, g++); without
+# it Assay still runs, handing clamd streams.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v make >/dev/null 2>&1 || missing+=(make)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
 # The browser tests drive a real headless Chromium; `npm start` does not need it.
 if [ "$for_tests" = true ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
