@@ -66,6 +66,9 @@ export async function startAssay(
       ASSAY_PORT: String(port),
       ASSAY_DATA_DIR: dataDir,
       ASSAY_CLAMD: socket,
+      // The bench's clamd is written like the managed one (limits above the upload limit,
+      // AlertExceedsMax): items reach it as files, as they reach the managed clamd by default.
+      ASSAY_CLAMD_HANDOFF: 'file',
       ASSAY_BOOTSTRAP_CREDENTIALS: 'bench:bench-secret',
       ASSAY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       // The async scenario's callback receiver listens on this machine.

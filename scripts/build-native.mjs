@@ -8,6 +8,6 @@ if (result.status !== 0) {
   console.warn(
     '\n[assay] Could not build the native part that hands clamd files (node-gyp needs python3, ' +
       'make and g++). Assay works without it: items go to clamd as streams (INSTREAM), which ' +
-      'costs clamd about 10-15% more CPU. Install those and run `npm rebuild` to build it.\n',
+      'costs clamd about 10-15% more CPU. Install those and run `npm run install` to build it.\n',
   );
 }

@@ -47,7 +47,7 @@ export interface Config {
   signatureCheckMs: number;
   clamdReload: ClamdReloadMode;
   /** Items reach clamd on a unix socket as files (FILDES) or streams (ASSAY_CLAMD_HANDOFF). */
-  clamdHandoff: 'file' | 'stream';
+  clamdHandoff: 'auto' | 'file' | 'stream';
   /** The managed clamd's ScanImageFuzzyHash (ASSAY_CLAMD_IMAGE_FUZZY_HASH). */
   clamdImageFuzzyHash: boolean;
   /** What content clamd could not fully examine becomes: a finding or an error. */

@@ -57,7 +57,7 @@ export function loadConfig(env: Env = process.env): Config {
     signaturesDir: optionalPath(read(env, 'ASSAY_SIGNATURES_DIR')),
     signatureCheckMs: integer(env, 'ASSAY_SIGNATURES_CHECK', 1, 3600) * 1000,
     clamdReload: oneOf(env, 'ASSAY_CLAMD_RELOAD', ['concurrent', 'blocking'] as const),
-    clamdHandoff: oneOf(env, 'ASSAY_CLAMD_HANDOFF', ['file', 'stream'] as const),
+    clamdHandoff: oneOf(env, 'ASSAY_CLAMD_HANDOFF', ['auto', 'file', 'stream'] as const),
     clamdImageFuzzyHash:
       oneOf(env, 'ASSAY_CLAMD_IMAGE_FUZZY_HASH', ['yes', 'no'] as const) === 'yes',
     unexamined: oneOf(env, 'ASSAY_UNEXAMINED', ['finding', 'error'] as const),

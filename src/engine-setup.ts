@@ -115,8 +115,11 @@ export async function signatureVersions(versions: EngineVersions | null): Promis
 }
 
 /**
- * The service's clamd client. On a unix socket with ASSAY_CLAMD_HANDOFF=file, items go to clamd as
- * files (FILDES): larger ones are written under the data folder's `clamd-files` as they arrive.
+ * The service's clamd client. On a unix socket with ASSAY_CLAMD_HANDOFF=file (`auto`: the managed
+ * clamd, whose clamd.conf Assay writes), items go to clamd as files (FILDES): larger ones are
+ * written under the data folder's `clamd-files` as they arrive. A clamd the operator runs gets
+ * streams by default: its StreamMaxLength refuses what is too large, where a file over its
+ * MaxFileSize would pass unscanned without AlertExceedsMax.
  */
 export async function createClamdClient(
   config: Config,
@@ -125,7 +128,13 @@ export async function createClamdClient(
   idleTimeoutMs?: number,
 ): Promise<ClamdClient> {
   let descriptorDir: string | undefined;
-  if (config.clamdHandoff === 'file' && address.kind === 'unix') {
+  const handoff =
+    config.clamdHandoff === 'auto'
+      ? config.clamd.mode === 'managed'
+        ? 'file'
+        : 'stream'
+      : config.clamdHandoff;
+  if (handoff === 'file' && address.kind === 'unix') {
     const { passing, error } = loadDescriptorPassing();
     if (passing === null) {
       logger.warn(

@@ -46,8 +46,8 @@ export const SETTINGS = {
     doc: '`concurrent`: the managed clamd scans on with the old signatures while it loads new ones (both sets in memory meanwhile); `blocking`: it answers nothing until the new set is loaded (half the memory).',
   },
   ASSAY_CLAMD_HANDOFF: {
-    default: 'file',
-    doc: "How items reach clamd on a unix socket: `file` writes each to a file without a name (small ones in memory, larger ones under the data folder's `clamd-files`, as they arrive) and hands clamd its descriptor (FILDES), so clamd scans it without first copying a stream to its own temporary file; `stream` sends them as streams (INSTREAM). Over TCP, always streams.",
+    default: 'auto',
+    doc: "How items reach clamd on a unix socket: `file` writes each to a file without a name (small ones in memory, larger ones under the data folder's `clamd-files`, as they arrive) and hands clamd its descriptor (FILDES), so clamd scans it without first copying a stream to its own temporary file; `stream` sends them as streams (INSTREAM), which clamd refuses past its StreamMaxLength. `auto`: `file` for the managed clamd, `stream` for a clamd you run (give it `file` once its MaxFileSize is above ASSAY_MAX_FILE_SIZE and AlertExceedsMax is on: over MaxFileSize, a file is otherwise passed unscanned). Over TCP, always streams.",
   },
   ASSAY_CLAMD_IMAGE_FUZZY_HASH: {
     default: 'yes',

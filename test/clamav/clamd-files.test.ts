@@ -4,6 +4,9 @@ import { mkdir, mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createClamdClient } from '../../src/engine-setup.js';
 import { ClamdClient, type ClamdVerdict } from '../../src/engines/clamav/clamd-client.js';
 import {
   type DescriptorPassing,
@@ -48,6 +51,36 @@ function built(): DescriptorPassing {
   if (passing === null) throw new Error(`the native part is not built: ${error}`);
   return passing;
 }
+
+describe('ASSAY_CLAMD_HANDOFF', () => {
+  it('hands files to the managed clamd by default, streams to a clamd you run unless told', async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'assay-handoff-'));
+    t.after(() => rm(dataDir, { recursive: true, force: true }));
+    const socket = { kind: 'unix', path: join(dataDir, 'clamd.sock') } as const;
+    const cases = [
+      ['managed', undefined, true],
+      ['managed', 'stream', false],
+      [socket.path, undefined, false],
+      [socket.path, 'file', true],
+    ] as const;
+    for (const [clamd, handoff, files] of cases) {
+      const config = loadConfig({
+        ASSAY_DATA_DIR: dataDir,
+        ASSAY_CLAMD: clamd,
+        ...(handoff === undefined ? {} : { ASSAY_CLAMD_HANDOFF: handoff }),
+      });
+      const client = await createClamdClient(config, socket, pino({ level: 'silent' }));
+      assert.equal(client.byDescriptor, files, `${clamd}, ${handoff ?? 'auto'}`);
+      client.close();
+    }
+    // Over TCP clamd cannot be handed a descriptor: streams whatever the setting says.
+    const config = loadConfig({ ASSAY_DATA_DIR: dataDir, ASSAY_CLAMD_HANDOFF: 'file' });
+    const tcp = { kind: 'tcp', host: '127.0.0.1', port: 3310 } as const;
+    const client = await createClamdClient(config, tcp, pino({ level: 'silent' }));
+    assert.equal(client.byDescriptor, false);
+    client.close();
+  });
+});
 
 describe('ScanFile', () => {
   let dir: string;
