@@ -4,7 +4,7 @@
  * hold on a shared, noisy machine. Not a test: it prints numbers and checks nothing.
  *
  * Per size (4 KB at concurrency 8, 1 MB at 4, 10 MB at 2), rounds alternate between the two
- * servers. The load is RESPMOD over persistent connections with `Allow: 204` and no preview (what
+ * servers, after uncounted warm-up rounds. The load is RESPMOD over persistent connections with `Allow: 204` and no preview (what
  * Nextcloud sends; a proxy adds a preview), fresh random content per request (clamd caches clean
  * verdicts by hash), Assay's verdict cache off. Reported: requests/s of the best round, the median
  * CPU per request of each server (c-icap: its processes together) and of clamd, from /proc, and
@@ -12,6 +12,8 @@
  *
  * Then c-icap-stretch (the c-icap package's load tool) against each, for the record: it waits
  * between requests itself (about 0.5-1 s a thread), so its numbers measure the tool, not the server.
+ *
+ * Before the rounds, BENCH_WARMUP (1) uncounted rounds of each server at that size.
  *
  * BENCH_ROUNDS (3), BENCH_ONLY (4kb, 1mb, 10mb, stretch) narrow a run.
  */
@@ -33,6 +35,7 @@ import { median } from './stats.js';
 import { tagContent } from './unique-content.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const wanted = (key: string) => ONLY.length === 0 || ONLY.includes(key);
 const KB = 1024;
@@ -322,6 +325,11 @@ async function main(): Promise<void> {
       const peaks = new Map<string, number>();
       for (const server of servers) {
         for (const pid of server.pids()) resetPeakMemory(pid);
+      }
+      // Uncounted: Assay compiles its request path over its first requests (V8), c-icap needs
+      // nothing of the kind; a proxy's service runs warm, so rounds compare warm servers.
+      for (let w = 0; w < WARMUP; w++) {
+        for (const server of servers) await round(server, scenario, clamdPid);
       }
       for (let r = 0; r < ROUNDS; r++) {
         // Alternating which goes first, so neither always runs on a warmer machine.

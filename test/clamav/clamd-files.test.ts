@@ -11,6 +11,7 @@ import { ClamdClient, type ClamdVerdict } from '../../src/engines/clamav/clamd-c
 import {
   type DescriptorPassing,
   loadDescriptorPassing,
+  MemoryFileBudget,
   ScanFile,
 } from '../../src/engines/clamav/descriptor-passing.js';
 import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
@@ -91,11 +92,14 @@ describe('ScanFile', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** No memory files: past the hold, every item goes to disk. */
+  const diskOnly = () => new MemoryFileBudget(0, 1);
+
   it('holds a small item, writes a large one as it arrives, and reads either back whole', () => {
     const passing = built();
     for (const size of [1, 100, 5 * KB, 300 * KB]) {
       const content = randomBytes(size);
-      const file = new ScanFile(passing, dir, 64 * KB);
+      const file = new ScanFile(passing, dir, 64 * KB, diskOnly());
       for (let at = 0; at < size; at += 7 * KB) file.write(content.subarray(at, at + 7 * KB));
       assert.equal(file.length, size);
       const fd = file.descriptor();
@@ -107,7 +111,7 @@ describe('ScanFile', () => {
 
   it('leaves no file behind, named or not', async () => {
     const passing = built();
-    const file = new ScanFile(passing, dir, 16 * KB);
+    const file = new ScanFile(passing, dir, 16 * KB, diskOnly());
     file.write(randomBytes(100 * KB));
     file.descriptor();
     assert.deepEqual(await readdir(dir), []);
@@ -118,13 +122,45 @@ describe('ScanFile', () => {
 
   it('keeps what it took readable when the disk refuses a write', () => {
     const passing = built();
-    const file = new ScanFile(passing, join(dir, 'missing'), 4 * KB);
+    const file = new ScanFile(passing, join(dir, 'missing'), 4 * KB, diskOnly());
     const first = randomBytes(3 * KB);
     const second = randomBytes(3 * KB);
     file.write(first);
     assert.throws(() => file.write(second), /could not make a file for clamd/);
     assert.deepEqual(Buffer.concat([...file.pieces()]), Buffer.concat([first, second]));
     file.close();
+  });
+
+  it('keeps items in memory files within the budget, and moves one that outgrows its share to disk', async () => {
+    const passing = built();
+    const budget = new MemoryFileBudget(100 * KB, 50 * KB);
+    const write = (file: ScanFile, content: Buffer) => {
+      for (let at = 0; at < content.length; at += 8 * KB) {
+        file.write(content.subarray(at, at + 8 * KB));
+      }
+    };
+    const [a, b, c] = [randomBytes(40 * KB), randomBytes(40 * KB), randomBytes(40 * KB)];
+    const first = new ScanFile(passing, dir, 4 * KB, budget);
+    const second = new ScanFile(passing, dir, 4 * KB, budget);
+    const third = new ScanFile(passing, dir, 4 * KB, budget);
+    write(first, a);
+    write(second, b);
+    // Two shares reserved: the third item past its hold goes to disk.
+    assert.equal(budget.inUse, 100 * KB);
+    write(third, c);
+    assert.equal((await openFilesIn(dir)).length, 1);
+    // The first outgrows its 50 KiB share: to disk, its share back for others.
+    const more = randomBytes(30 * KB);
+    write(first, more);
+    assert.equal(budget.inUse, 50 * KB);
+    assert.equal((await openFilesIn(dir)).length, 2);
+    first.descriptor();
+    assert.deepEqual(Buffer.concat([...first.pieces()]), Buffer.concat([a, more]));
+    second.descriptor();
+    assert.deepEqual(Buffer.concat([...second.pieces()]), b);
+    for (const file of [first, second, third]) file.close();
+    assert.equal(budget.inUse, 0);
+    assert.deepEqual(await openFilesIn(dir), []);
   });
 });
 
@@ -161,15 +197,19 @@ describe('items handed to the managed clamd as files (FILDES)', {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('finds EICAR alone (held, in a memory file) and at the end of 3 MiB (written to disk)', async () => {
+  it('finds EICAR alone, at the end of 3 MiB (in a memory file) and of 20 MiB (on disk)', async () => {
     assert.equal(client.byDescriptor, true);
     assert.equal((await scan(client, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
     const large = Buffer.concat([randomBytes(3 * 1024 * KB), eicar()]);
     assert.equal((await scan(client, large)).signature, 'Eicar-Test-Signature.UNOFFICIAL');
     assert.equal((await scan(client, randomBytes(3 * 1024 * KB))).signature, null);
+    // Past its 16 MiB share of memory files: moved to disk on the way, EICAR still at its end.
+    const huge = Buffer.concat([randomBytes(20 * 1024 * KB), eicar()]);
+    assert.equal((await scan(client, huge)).signature, 'Eicar-Test-Signature.UNOFFICIAL');
     assert.deepEqual(refusals, []);
     // Each verdict came for a file, none by the fallback to a stream.
-    assert.equal(client.filesScanned, 3);
+    assert.equal(client.filesScanned, 4);
+    assert.equal(client.memoryFiles.inUse, 0);
     // Unnamed files: nothing in the folder, and nothing left open once the verdicts are in.
     assert.deepEqual(await readdir(filesDir), []);
     assert.deepEqual(await openFilesIn(filesDir), []);
@@ -185,15 +225,18 @@ describe('items handed to the managed clamd as files (FILDES)', {
     });
   });
 
-  it('streams an item whose file cannot be made, and still finds EICAR', async () => {
+  it('streams an item whose file on disk cannot be made, and still finds EICAR', async () => {
     const fallback = new ClamdClient(managed.address, {
       descriptorDir: join(dataDir, 'not-there'),
     });
     try {
-      const large = Buffer.concat([randomBytes(600 * KB), eicar()]);
+      // Past its 16 MiB share of memory files the item would move to disk, which is not there:
+      // it streams from its start, the memory file read back first.
+      const large = Buffer.concat([randomBytes(17 * 1024 * KB), eicar()]);
       assert.equal((await scan(fallback, large)).signature, 'Eicar-Test-Signature.UNOFFICIAL');
-      assert.equal((await scan(fallback, randomBytes(600 * KB))).signature, null);
+      assert.equal((await scan(fallback, randomBytes(17 * 1024 * KB))).signature, null);
       assert.equal(fallback.filesScanned, 0);
+      assert.equal(fallback.memoryFiles.inUse, 0);
       // A failed disk is not clamd refusing files: the next small item still goes as a file.
       assert.equal(fallback.byDescriptor, true);
       assert.equal((await scan(fallback, eicar())).signature, 'Eicar-Test-Signature.UNOFFICIAL');
@@ -206,9 +249,9 @@ describe('items handed to the managed clamd as files (FILDES)', {
   it('abandons an item cleanly: an abort closes its file', async () => {
     const stream = client.instream();
     await stream.write(randomBytes(400 * KB));
-    assert.equal((await openFilesIn(filesDir)).length, 1);
+    assert.equal(client.memoryFiles.inUse, 16 * 1024 * KB);
     stream.abort();
-    assert.deepEqual(await openFilesIn(filesDir), []);
+    assert.equal(client.memoryFiles.inUse, 0);
     await assert.rejects(stream.finish(), /aborted/);
   });
 });

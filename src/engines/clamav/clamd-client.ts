@@ -9,7 +9,12 @@ import {
   rejection,
 } from './clamd-connection.js';
 import { type ClamdSession, ClamdSessionError, ClamdSessionPool } from './clamd-sessions.js';
-import { type DescriptorPassing, loadDescriptorPassing, ScanFile } from './descriptor-passing.js';
+import {
+  type DescriptorPassing,
+  loadDescriptorPassing,
+  MemoryFileBudget,
+  ScanFile,
+} from './descriptor-passing.js';
 
 export { ClamdUnavailableError } from './clamd-connection.js';
 
@@ -142,6 +147,8 @@ export class ClamdClient {
   private readonly sessions: ClamdSessionPool | null;
   private readonly sessionMaxBytes: number;
   private descriptors: { passing: DescriptorPassing; dir: string } | null;
+  /** Items past the sessions' hold, in memory files: at most 16 MiB each, 64 MiB in all. */
+  readonly memoryFiles = new MemoryFileBudget(64 * 1024 * 1024, 16 * 1024 * 1024);
   private readonly onDescriptorsRefused: (reply: string) => void;
   /** How long a scan's verdict is awaited after the stream ends (above clamd's MaxScanTime). */
   readonly verdictTimeoutMs: number;
@@ -257,7 +264,7 @@ export class ClamdClient {
    */
   private fileScan({ passing, dir }: { passing: DescriptorPassing; dir: string }): InstreamScan {
     const control: ScanControl = { aborted: false, cancel: undefined };
-    const file = new ScanFile(passing, dir, this.sessionMaxBytes);
+    const file = new ScanFile(passing, dir, this.sessionMaxBytes, this.memoryFiles);
     let connection: ClamdConnection | undefined;
     let finishing = false;
     return {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readSync, unlinkSync, writevSync } from 'node:fs';
+import { closeSync, openSync, readSync, unlinkSync, writeSync, writevSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { packageRoot } from '../../paths.js';
@@ -45,10 +45,41 @@ function errnoError(code: number, what: string): Error {
 }
 
 /**
- * One item's content for clamd's FILDES: held in memory up to `holdMax` bytes (and put in a memory
- * file at the end), past that written as it arrives to a file without a name in `dir`, so a large
- * item is never held whole in memory. Writes are synchronous: to the page cache, in the pieces
- * the item arrives in.
+ * What a process keeps in memory files past the items' hold: a memory file costs a copy into the
+ * page cache, where a file on disk also costs the file system's block allocation (about a sixth of
+ * Assay's CPU for a 10 MB item, `bench:icap`). Each item in memory reserves `perItem` bytes, and at
+ * most `total` are reserved at once: the kernel memory this takes stays bounded whatever the
+ * concurrency. It is not in the process's RSS (the files are never mapped), so it is counted here.
+ */
+export class MemoryFileBudget {
+  private reserved = 0;
+
+  constructor(
+    readonly total: number,
+    readonly perItem: number,
+  ) {}
+
+  tryReserve(): boolean {
+    if (this.reserved + this.perItem > this.total) return false;
+    this.reserved += this.perItem;
+    return true;
+  }
+
+  release(): void {
+    this.reserved -= this.perItem;
+  }
+
+  get inUse(): number {
+    return this.reserved;
+  }
+}
+
+/**
+ * One item's content for clamd's FILDES: held up to `holdMax` bytes (and put in a memory file at
+ * the end); past that written as it arrives to a memory file while the budget has room and the item
+ * stays within its share, else to a file without a name in `dir` (an item that outgrows its memory
+ * file moves to disk then, once). A large item is never held in the process's own memory. Writes
+ * are synchronous, in the pieces the item arrives in.
  */
 export class ScanFile {
   private held: Buffer[] = [];
@@ -57,11 +88,14 @@ export class ScanFile {
   /** Bytes written to the file; the held chunks are not among them. */
   private fileBytes = 0;
   private closed = false;
+  /** The file is a memory file holding a share of the budget. */
+  private inMemory = false;
 
   constructor(
     private readonly passing: DescriptorPassing,
     private readonly dir: string,
     private readonly holdMax: number,
+    private readonly budget: MemoryFileBudget,
   ) {}
 
   get length(): number {
@@ -80,7 +114,8 @@ export class ScanFile {
     }
     this.held.push(chunk);
     this.heldBytes += chunk.length;
-    if (this.fd === -1) this.fd = this.openOnDisk();
+    if (this.fd === -1) this.fd = this.openPastHold();
+    else if (this.inMemory && this.length > this.budget.perItem) this.moveToDisk();
     this.flush();
   }
 
@@ -112,6 +147,55 @@ export class ScanFile {
     this.closed = true;
     this.held = [];
     if (this.fd >= 0) closeSync(this.fd);
+    this.leaveBudget();
+  }
+
+  /** A memory file while the budget has room and the item fits its share; else one on disk. */
+  private openPastHold(): number {
+    if (this.length <= this.budget.perItem && this.budget.tryReserve()) {
+      const fd = this.passing.memfd();
+      if (fd >= 0) {
+        this.inMemory = true;
+        return fd;
+      }
+      this.budget.release();
+    }
+    return this.openOnDisk();
+  }
+
+  /** The memory file's content to a file on disk, which replaces it (once per item). */
+  private moveToDisk(): void {
+    const disk = this.openOnDisk();
+    try {
+      const piece = Buffer.allocUnsafe(Math.min(PIECE * 4, this.fileBytes));
+      for (let position = 0; position < this.fileBytes; ) {
+        const read = readSync(
+          this.fd,
+          piece,
+          0,
+          Math.min(piece.length, this.fileBytes - position),
+          position,
+        );
+        if (read === 0) throw new Error('the memory file ended before its length');
+        let written = 0;
+        while (written < read) {
+          written += writeSync(disk, piece, written, read - written, position + written);
+        }
+        position += read;
+      }
+    } catch (error) {
+      closeSync(disk);
+      throw error;
+    }
+    closeSync(this.fd);
+    this.fd = disk;
+    this.leaveBudget();
+  }
+
+  private leaveBudget(): void {
+    if (!this.inMemory) return;
+    this.inMemory = false;
+    this.budget.release();
   }
 
   /** Writes the held chunks behind what the file has; they stay held until all are written. */
