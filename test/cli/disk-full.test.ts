@@ -89,6 +89,10 @@ test('a full disk: 507 with Retry-After and readiness says so; when space return
       ASSAY_DATA_DIR: dataDir,
       ASSAY_BOOTSTRAP_CREDENTIALS: 'key:secret',
       ASSAY_CLAMD: 'managed',
+      // Streams, which clamd copies to a temporary file of its own before it scans them: with the
+      // disk full it cannot, and the job waits. (Handed as a file, an item this small is a memory
+      // file and needs no disk: test/clamav/clamd-files.test.ts.)
+      ASSAY_CLAMD_HANDOFF: 'stream',
       ASSAY_ENGINE_RETRY_MS: '200',
       // A scan that fails for want of space is not the item's fault: it never uses an attempt.
       ASSAY_JOB_MAX_ATTEMPTS: '2',
