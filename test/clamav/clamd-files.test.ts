@@ -14,11 +14,11 @@ import {
   MemoryFileBudget,
   ScanFile,
 } from '../../src/engines/clamav/descriptor-passing.js';
-import { findClamdBinary, ManagedClamd } from '../../src/engines/clamav/managed-clamd.js';
+import { findClamdBinary } from '../../src/engines/clamav/managed-clamd.js';
 import { eicar as eicarText } from '../../src/engines/test-content.js';
+import { startSharedClamd } from '../helpers/service.js';
 
 const eicar = () => Buffer.from(eicarText(), 'latin1');
-const silent = { info() {}, warn() {}, error() {}, debug() {} };
 const clamdPath = findClamdBinary();
 const KB = 1024;
 
@@ -169,7 +169,7 @@ describe('items handed to the managed clamd as files (FILDES)', {
 }, () => {
   let dataDir: string;
   let filesDir: string;
-  let managed: ManagedClamd;
+  let managed: Awaited<ReturnType<typeof startSharedClamd>>;
   let client: ClamdClient;
   const refusals: string[] = [];
 
@@ -177,14 +177,8 @@ describe('items handed to the managed clamd as files (FILDES)', {
     dataDir = await mkdtemp(join(tmpdir(), 'assay-clamd-files-'));
     filesDir = join(dataDir, 'clamd-files');
     await mkdir(filesDir);
-    managed = new ManagedClamd({
-      dataDir,
-      clamdPath: clamdPath ?? '',
-      maxFileSize: 100 * 1024 * 1024,
-      logger: silent,
-    });
-    await managed.start();
-    client = new ClamdClient(managed.address, {
+    managed = await startSharedClamd(100 * 1024 * 1024);
+    client = new ClamdClient(managed.clamd.address, {
       descriptorDir: filesDir,
       sessions: 2,
       onDescriptorsRefused: (reply) => refusals.push(reply),
@@ -226,7 +220,7 @@ describe('items handed to the managed clamd as files (FILDES)', {
   });
 
   it('streams an item whose file on disk cannot be made, and still finds EICAR', async () => {
-    const fallback = new ClamdClient(managed.address, {
+    const fallback = new ClamdClient(managed.clamd.address, {
       descriptorDir: join(dataDir, 'not-there'),
     });
     try {
