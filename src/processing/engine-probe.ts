@@ -20,7 +20,7 @@ const PROBE_RETRY_WINDOW_MS = 3_000;
 /**
  * Tells "this item makes the engine fail" from "the engine fails for everyone": after a job's scan
  * failed, a probe scans known harmless content through the same path (clamd's INSTREAM with its
- * temporary file, libmagic's worker). If that works within a few seconds, the engines answer other
+ * temporary file, or the file it is handed; libmagic's worker). If that works within a few seconds, the engines answer other
  * content and the failure is the item's; if not (clamd down, refusing, erroring or hung; a
  * detector that cannot start), it is an outage.
  * A probe in flight is shared by the failures that happened before it started.

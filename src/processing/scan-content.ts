@@ -76,7 +76,8 @@ export interface ContentScannerOptions {
 
 /**
  * Scans content in one streaming pass: SHA-1 and SHA-256, the media type from the first bytes, and
- * clamd's INSTREAM (MALWARE), with backpressure from clamd to the source. Content the other enabled
+ * clamd (MALWARE): its INSTREAM, with backpressure from clamd to the source, or a file it is handed
+ * at the end (ClamdClient, "clamd by descriptor" in ARCHITECTURE.md). Content the other enabled
  * engines want (images, text, documents; they need it whole) is held in memory up to their size
  * limit and dropped as soon as the media type shows no engine wants it. Engines run in parallel.
  *
