@@ -8,7 +8,9 @@ import {
   instreamRequest,
   rejection,
 } from './clamd-connection.js';
-import { type ClamdSession, ClamdSessionError, ClamdSessionPool } from './clamd-sessions.js';
+import { parseScanReply, parseVersion, scanVerdict } from './clamd-replies.js';
+import { ClamdSessionPool } from './clamd-session-pool.js';
+import { type ClamdSession, ClamdSessionError } from './clamd-sessions.js';
 import {
   type DescriptorPassing,
   loadDescriptorPassing,
@@ -95,38 +97,6 @@ export const CLAMD_MAX_SCAN_TIME_MS = 120_000;
 /** The client waits this much longer than MaxScanTime, so clamd's own verdict arrives first. */
 export const VERDICT_MARGIN_MS = 30_000;
 const RESOLVED = Promise.resolve();
-
-/** clamd's verdict, or undefined for any other reply (an error). */
-function scanVerdict(reply: string): ClamdVerdict | undefined {
-  // `stream: ` for INSTREAM, `fd[<n>]: ` for FILDES.
-  const name = /^(?:stream|fd\[\d{1,10}\]): /.exec(reply);
-  if (name === null) return undefined;
-  const rest = reply.slice(name[0].length);
-  if (rest === 'OK') return { signature: null };
-  const found = /^(.+) FOUND$/.exec(rest);
-  return found?.[1] === undefined ? undefined : { signature: found[1] };
-}
-
-function parseScanReply(reply: string): ClamdVerdict {
-  const verdict = scanVerdict(reply);
-  if (verdict === undefined) throw errorFromReply(reply);
-  return verdict;
-}
-
-function parseVersion(reply: string): ClamdVersion {
-  // `ClamAV 1.4.6/27000/Sun Nov 22 09:00:00 2026`, or just `ClamAV 1.4.6` without official databases.
-  if (!reply.startsWith('ClamAV ')) throw errorFromReply(reply);
-  const [engine = reply, database, ...date] = reply.split('/');
-  const databaseVersion =
-    database !== undefined && /^\d+$/.test(database) ? Number(database) : null;
-  const databaseDate = date.length > 0 ? new Date(date.join('/')) : null;
-  return {
-    engine,
-    databaseVersion,
-    databaseDate:
-      databaseDate !== null && !Number.isNaN(databaseDate.getTime()) ? databaseDate : null,
-  };
-}
 
 /** A scan's state that abort() reaches: the connection or session command under way. */
 interface ScanControl {
