@@ -15,7 +15,7 @@ if (settings.failStart) throw new Error('test fault: the worker fails to start')
 const fault = (head: Buffer, marker: string | undefined) =>
   marker !== undefined && head.includes(marker);
 
-const magic = await Libmagic.create();
+const magic = await Libmagic.create({ tiered: settings.tiered });
 // The start's buffers (wasmagic's binary as read, the database, the stripped binary: ~24 MB) are
 // garbage now, and this thread would never allocate enough to collect them: resident for good.
 collectAllGarbage();

@@ -102,11 +102,58 @@ function splitOrNull(database: Uint8Array): MagicTiers | null {
   }
 }
 
+/**
+ * The reduced tier alone: answers a head that it answers exactly as the full database would
+ * (proved binary, and no removed test can match it), and null for any other head. Small enough
+ * (a 1.5 MB database) to load beside the full database's worker, in the thread that asks.
+ */
+export class ReducedTier {
+  private constructor(
+    private readonly instance: Instance,
+    private readonly tiers: Omit<MagicTiers, 'reduced'>,
+  ) {}
+
+  /** Null when the database cannot be split (the full database then answers everything). */
+  static async create(
+    binary: Uint8Array | null = null,
+    database: Uint8Array | null = null,
+  ): Promise<ReducedTier | null> {
+    const source = binary === null && database === null ? libmagicBinary() : { binary, database };
+    const tiers = splitOrNull(source.database ?? (await Libmagic.bundledDatabase()));
+    if (tiers === null) return null;
+    // The reduced tier only sees heads proved binary (magic-encoding.ts): libmagic's own encoding
+    // checks would only say so again, at more cost than its tests.
+    const { instance, module } = await load(
+      source.binary,
+      tiers.reduced,
+      MAGIC_NO_CHECK_ENCODING | MAGIC_NO_CHECK_TEXT,
+    );
+    module.FS.unlink(`/magic/${DATABASE}`);
+    // The reduced database's bytes are libmagic's now: held here they would stay resident.
+    const { mayMatchRemoved, removed, kept } = tiers;
+    return new ReducedTier(instance, { mayMatchRemoved, removed, kept });
+  }
+
+  /** Whether `head` takes the full database: it may be text to libmagic, or a removed test may match it. */
+  takesFullDatabase(head: Uint8Array): boolean {
+    return !looksBinaryToLibmagic(head) || this.tiers.mayMatchRemoved(head);
+  }
+
+  /** The tiers' sizes in top-level tests. */
+  get split(): { removed: number; kept: number } {
+    return { removed: this.tiers.removed, kept: this.tiers.kept };
+  }
+
+  /** libmagic's media type for `head`, or null when only the full database may answer it. */
+  detect(head: Uint8Array): string | null {
+    return this.takesFullDatabase(head) ? null : this.instance.detect(head);
+  }
+}
+
 export class Libmagic {
   private constructor(
     private readonly full: Instance,
-    private readonly reduced: Instance | null,
-    private readonly tiers: Omit<MagicTiers, 'reduced'> | null,
+    private readonly reduced: ReducedTier | null,
   ) {}
 
   /** `tiered: false` loads the full database only (the reference the tests compare against). */
@@ -114,21 +161,10 @@ export class Libmagic {
     const { binary, database } = libmagicBinary();
     const { instance: full, module } = await load(binary, database);
     // The loaded copy is all libmagic needs; the file would keep 10 MB of the instance's heap.
-    const tiers = tiered ? splitOrNull(database ?? module.FS.readFile(`/magic/${DATABASE}`)) : null;
+    const source = tiered ? (database ?? module.FS.readFile(`/magic/${DATABASE}`)) : null;
     module.FS.unlink(`/magic/${DATABASE}`);
-    if (!tiered) return new Libmagic(full, null, null);
-    if (tiers === null) return new Libmagic(full, null, null);
-    // The reduced tier only sees heads proved binary (magic-encoding.ts): libmagic's own encoding
-    // checks would only say so again, at more cost than its tests.
-    const { instance: reduced, module: reducedModule } = await load(
-      binary,
-      tiers.reduced,
-      MAGIC_NO_CHECK_ENCODING | MAGIC_NO_CHECK_TEXT,
-    );
-    reducedModule.FS.unlink(`/magic/${DATABASE}`);
-    // The reduced database's bytes are libmagic's now: held here they would stay resident.
-    const { mayMatchRemoved, removed, kept } = tiers;
-    return new Libmagic(full, reduced, { mayMatchRemoved, removed, kept });
+    const reduced = source === null ? null : await ReducedTier.create(binary, source);
+    return new Libmagic(full, reduced);
   }
 
   /** The compiled database wasmagic bundles (what `create` loads). */
@@ -139,22 +175,18 @@ export class Libmagic {
     return module.FS.readFile(`/magic/${DATABASE}`);
   }
 
-  /**
-   * Whether `head` takes the full database: it may be text to libmagic, or a removed test may
-   * match it.
-   */
+  /** Whether `head` takes the full database (always, with one tier). */
   takesFullDatabase(head: Uint8Array): boolean {
-    return this.tiers === null || !looksBinaryToLibmagic(head) || this.tiers.mayMatchRemoved(head);
+    return this.reduced === null || this.reduced.takesFullDatabase(head);
   }
 
   /** The tiers' sizes in top-level tests (null: one tier). */
   get split(): { removed: number; kept: number } | null {
-    return this.tiers === null ? null : { removed: this.tiers.removed, kept: this.tiers.kept };
+    return this.reduced?.split ?? null;
   }
 
   /** libmagic's media type for `head` (with parameters, as libmagic writes it). */
   detect(head: Uint8Array): string {
-    if (this.reduced === null || this.takesFullDatabase(head)) return this.full.detect(head);
-    return this.reduced.detect(head);
+    return this.reduced?.detect(head) ?? this.full.detect(head);
   }
 }

@@ -219,6 +219,32 @@ describe('content type detection', () => {
     );
   });
 
+  test('binary content of no known format is answered here, as the whole database answers it', async () => {
+    // Random bytes of several sizes, and formats' openings cut short or corrupted after a byte.
+    const heads = [1, 3, 100, 4096, 65_536, 1024 * 1024].map((size) => randomBytes(size));
+    for (const name of ['clam.zip', 'clam.exe', 'clam.pdf', 'clam.tar.gz']) {
+      const file = readFileSync(join(TESTFILES, name));
+      heads.push(Buffer.concat([file.subarray(0, 1), randomBytes(2000)]));
+      heads.push(Buffer.concat([randomBytes(7), file]));
+    }
+    for (const [index, head] of heads.entries()) {
+      assert.equal(
+        await detector.detect(head, true),
+        await detector.detectWithLibmagic(head),
+        `head ${index} (${head.length} bytes)`,
+      );
+    }
+    // The worker holds the whole database; the reduced tier answers in this thread without it.
+    const closed = await ContentTypeDetector.create();
+    await closed.close();
+    const random = randomBytes(4096);
+    assert.equal(await closed.detect(random, true), await detector.detectWithLibmagic(random));
+    await assert.rejects(
+      closed.detect(readFileSync(join(TESTFILES, 'clam.zip')), true),
+      /the detector is closed/,
+    );
+  });
+
   test('a JSON document larger than the sniffed head is still JSON by its opening', async () => {
     const big = Buffer.from(`{"items": [${'"x",'.repeat(40_000)}"y"]}`);
     assert.equal(await detector.detect(big.subarray(0, 1024), false), 'application/json');

@@ -27,7 +27,7 @@ test('libmagic in two tiers keeps no copy of the compiled database in JavaScript
 });
 
 test("libmagic's worker thread keeps none of its start's buffers", async () => {
-  const worker = spawnContentTypeWorker({ failStart: false });
+  const worker = spawnContentTypeWorker({ failStart: false, tiered: true });
   try {
     await new Promise<void>((resolve, reject) => {
       worker.on('message', (message: { ready?: boolean }) => message.ready && resolve());
