@@ -220,8 +220,13 @@ describe('content type detection', () => {
   });
 
   test('binary content of no known format is answered here, as the whole database answers it', async () => {
-    // Random bytes of several sizes, and formats' openings cut short or corrupted after a byte.
-    const heads = [1, 3, 100, 4096, 65_536, 1024 * 1024].map((size) => randomBytes(size));
+    // Random bytes of several sizes (a control byte first: never UTF-8 text, which the text rules
+    // type), and formats' openings cut short or corrupted after a byte.
+    const heads = [1, 3, 100, 4096, 65_536, 1024 * 1024].map((size) => {
+      const head = randomBytes(size);
+      head[0] = 0x01;
+      return head;
+    });
     for (const name of ['clam.zip', 'clam.exe', 'clam.pdf', 'clam.tar.gz']) {
       const file = readFileSync(join(TESTFILES, name));
       heads.push(Buffer.concat([file.subarray(0, 1), randomBytes(2000)]));
@@ -237,8 +242,8 @@ describe('content type detection', () => {
     // The worker holds the whole database; the reduced tier answers in this thread without it.
     const closed = await ContentTypeDetector.create();
     await closed.close();
-    const random = randomBytes(4096);
-    assert.equal(await closed.detect(random, true), await detector.detectWithLibmagic(random));
+    const unknown = Buffer.alloc(4096, Buffer.from([0x02, 0x9c, 0x11]));
+    assert.equal(await closed.detect(unknown, true), 'application/octet-stream');
     await assert.rejects(
       closed.detect(readFileSync(join(TESTFILES, 'clam.zip')), true),
       /the detector is closed/,
