@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { collectAllGarbage } from '../stream-memory.js';
 import { ReducedTier } from './libmagic.js';
 import { classifyText, isUtf8Text } from './text-type.js';
 
@@ -123,6 +124,9 @@ export class ContentTypeDetector {
         );
         return null;
       });
+      // Its start's buffers (wasmagic's binary as read, the 10.8 MB database) are garbage now: an
+      // idle service would keep them resident until its first full collection.
+      collectAllGarbage();
     }
     const detector = new ContentTypeDetector(log, hooks, reduced);
     await detector.startWorker();
