@@ -80,8 +80,9 @@ interface PendingCall {
  * Media type detection: fast rules for UTF-8 text, libmagic (compiled to WASM) for binary content,
  * in its two tiers (libmagic.ts, magic-tiers.ts). The reduced tier answers here, in the calling
  * thread: content no removed test can match (random, encrypted, compressed data of no known
- * format) costs it 0.03-0.15 ms for a head of 4 KB to 1 MiB, less than handing the head to a
- * thread and back (at 4 KB, that hand-off was about a sixth of Assay's CPU per ICAP request). The
+ * format) costs it 0.03-0.16 ms for a random head of 4 KB to 1 MiB (~0.7 ms the most seen on a
+ * hostile one: magic-tiers-timed.test.ts), less than handing the head to a thread and back (at
+ * 4 KB, that hand-off was about a sixth of Assay's CPU per ICAP request). The
  * full database (0.1-10 ms a head, more for text in odd encodings) runs in a worker thread, in
  * parallel with clamd's scan, so the event loop stays free for other requests. A failed, hung or
  * restarting worker makes the calls that need it fail (never a made-up type): the detector
@@ -167,7 +168,8 @@ export class ContentTypeDetector {
       const answer = this.reduced.detect(head);
       return answer === null ? null : mediaTypeOf(answer);
     } catch (error) {
-      // Its WASM state may be damaged: the worker, which has both tiers then, answers from now on.
+      // Its WASM state may be damaged: the worker answers every head from now on (with both tiers
+      // from its next start).
       this.reduced = null;
       this.log(
         `libmagic's reduced tier failed here (${error instanceof Error ? error.message : String(error)}); the worker answers every head from now on`,
