@@ -1,22 +1,19 @@
 import {
+  abortedError,
   ClamdConnection,
   type ClamdTimeouts,
-  ClamdUnavailableError,
   COMMANDS,
   type Command,
   errorFromReply,
   instreamRequest,
   rejection,
+  type ScanControl,
 } from './clamd-connection.js';
+import { FileScans } from './clamd-file-scan.js';
 import { parseScanReply, parseVersion, scanVerdict } from './clamd-replies.js';
 import { ClamdSessionPool } from './clamd-session-pool.js';
-import { type ClamdSession, ClamdSessionError } from './clamd-sessions.js';
-import {
-  type DescriptorPassing,
-  loadDescriptorPassing,
-  MemoryFileBudget,
-  ScanFile,
-} from './descriptor-passing.js';
+import { ClamdSessionError } from './clamd-sessions.js';
+import { loadDescriptorPassing, MemoryFileBudget } from './descriptor-passing.js';
 
 export { ClamdUnavailableError } from './clamd-connection.js';
 
@@ -98,28 +95,15 @@ export const CLAMD_MAX_SCAN_TIME_MS = 120_000;
 export const VERDICT_MARGIN_MS = 30_000;
 const RESOLVED = Promise.resolve();
 
-/** A scan's state that abort() reaches: the connection or session command under way. */
-interface ScanControl {
-  aborted: boolean;
-  cancel: (() => void) | undefined;
-}
-
-/** What clamd said of an item handed over as a file (see ClamdClient.scanFile). */
-type FileOutcome = { verdict: ClamdVerdict } | { refused: string | null };
-
-function abortedError(): ClamdUnavailableError {
-  return new ClamdUnavailableError('scan aborted');
-}
-
 export class ClamdClient {
   private readonly target: ClamdAddress;
   private readonly timeouts: ClamdTimeouts;
   private readonly sessions: ClamdSessionPool | null;
   private readonly sessionMaxBytes: number;
-  private descriptors: { passing: DescriptorPassing; dir: string } | null;
+  /** Items go to clamd as files while set (null: as streams). */
+  private files: FileScans | null;
   /** Items past the sessions' hold, in memory files: at most 16 MiB each, 64 MiB in all. */
   readonly memoryFiles = new MemoryFileBudget(64 * 1024 * 1024, 16 * 1024 * 1024);
-  private readonly onDescriptorsRefused: (reply: string) => void;
   /** How long a scan's verdict is awaited after the stream ends (above clamd's MaxScanTime). */
   readonly verdictTimeoutMs: number;
 
@@ -142,14 +126,28 @@ export class ClamdClient {
         : null;
     this.sessionMaxBytes = this.sessions === null ? 0 : (options.sessionMaxBytes ?? 256 * 1024);
     const { passing } = loadDescriptorPassing();
-    this.descriptors =
+    const onRefused = options.onDescriptorsRefused ?? (() => undefined);
+    this.files =
       address.kind === 'unix' &&
       this.sessions !== null &&
       options.descriptorDir !== undefined &&
       passing !== null
-        ? { passing, dir: options.descriptorDir }
+        ? new FileScans(
+            passing,
+            options.descriptorDir,
+            this.sessions,
+            this.sessionMaxBytes,
+            this.memoryFiles,
+            (command) => this.open(command),
+            () => {
+              this.filesScanned += 1;
+            },
+            (reply) => {
+              this.files = null;
+              onRefused(reply);
+            },
+          )
         : null;
-    this.onDescriptorsRefused = options.onDescriptorsRefused ?? (() => undefined);
   }
 
   /** Verdicts clamd gave for files handed to it (the rest came by INSTREAM). */
@@ -157,7 +155,7 @@ export class ClamdClient {
 
   /** Items go to clamd as files (FILDES), not streams. */
   get byDescriptor(): boolean {
-    return this.descriptors !== null;
+    return this.files !== null;
   }
 
   get address(): ClamdAddress {
@@ -180,7 +178,7 @@ export class ClamdClient {
    * finish(); past that it streams on a connection of its own, with backpressure, as it arrives.
    */
   instream(): InstreamScan {
-    if (this.descriptors !== null) return this.fileScan(this.descriptors);
+    if (this.files !== null) return this.files.scan();
     const control: ScanControl = { aborted: false, cancel: undefined };
     // Without sessions, connect at once so the connection is ready when the first bytes arrive.
     let connection: ClamdConnection | undefined =
@@ -225,126 +223,6 @@ export class ClamdClient {
         control.cancel?.();
       },
     };
-  }
-
-  /**
-   * The item is written to a ScanFile as it arrives and clamd scans that file (FILDES) once it
-   * ends. Where the disk refuses the file, the item streams on (INSTREAM) from its start; where
-   * clamd does not answer FILDES with a verdict, it is sent once as a stream from the file.
-   */
-  private fileScan({ passing, dir }: { passing: DescriptorPassing; dir: string }): InstreamScan {
-    const control: ScanControl = { aborted: false, cancel: undefined };
-    const file = new ScanFile(passing, dir, this.sessionMaxBytes, this.memoryFiles);
-    let connection: ClamdConnection | undefined;
-    let finishing = false;
-    return {
-      write: async (chunk) => {
-        if (control.aborted) throw abortedError();
-        if (connection !== undefined) return connection.write(chunk);
-        try {
-          file.write(chunk);
-        } catch {
-          // No room on the disk: the item streams to clamd from its start, as without files.
-          connection = this.open('INSTREAM');
-          for (const piece of file.pieces()) await connection.write(piece);
-          file.close();
-        }
-      },
-      finish: async () => {
-        finishing = true;
-        try {
-          if (control.aborted) throw abortedError();
-          if (connection !== undefined) {
-            const blocked = connection.end();
-            if (blocked !== undefined) throw blocked;
-            return parseScanReply(await connection.readReply());
-          }
-          let outcome: FileOutcome;
-          try {
-            outcome = await this.scanFile(file.descriptor(), passing, control);
-          } catch (error) {
-            if (error instanceof ClamdUnavailableError) throw error;
-            // No file to hand over (descriptors or memory ran out): the item goes as a stream.
-            outcome = { refused: null };
-          }
-          if ('verdict' in outcome) {
-            this.filesScanned += 1;
-            return outcome.verdict;
-          }
-          const streamed = await this.streamPieces(file.pieces(), control);
-          if (outcome.refused !== null && this.descriptors !== null) {
-            // clamd failed the file where a stream of the same content did not: streams from now on.
-            this.descriptors = null;
-            this.onDescriptorsRefused(outcome.refused);
-          }
-          return streamed;
-        } finally {
-          connection?.destroy();
-          file.close();
-        }
-      },
-      abort: () => {
-        control.aborted = true;
-        connection?.destroy();
-        control.cancel?.();
-        // While finish() runs, it closes the file itself (a descriptor closed under a command
-        // about to go out could be reused by another file by then).
-        if (!finishing) file.close();
-      },
-    };
-  }
-
-  /**
-   * FILDES of `fd` on a session (one outside the pool when it is full). `refused` where clamd gave
-   * no verdict for the file though it may for a stream: its reply, or null for a session that
-   * failed before any reply (the caller sends the item once more as a stream).
-   */
-  private async scanFile(
-    fd: number,
-    passing: DescriptorPassing,
-    control: ScanControl,
-  ): Promise<FileOutcome> {
-    const pool = this.sessions as ClamdSessionPool;
-    const pooled = pool.acquire();
-    const session: ClamdSession = pooled ?? pool.standalone();
-    control.cancel = () => session.cancel();
-    try {
-      const reply = await session.commandWithDescriptor(fd, passing);
-      const verdict = scanVerdict(reply);
-      if (pooled === undefined) session.close();
-      else pool.release(session, verdict !== undefined);
-      return verdict === undefined ? { refused: reply } : { verdict };
-    } catch (error) {
-      if (pooled === undefined) session.close();
-      if (!(error instanceof ClamdSessionError) || !error.retryable || control.aborted) {
-        throw error;
-      }
-      if (error.unsupported) pool.suspend();
-      return { refused: null };
-    } finally {
-      control.cancel = undefined;
-    }
-  }
-
-  /** INSTREAM of `pieces` on a connection of its own. */
-  private async streamPieces(
-    pieces: Iterable<Buffer>,
-    control: ScanControl,
-  ): Promise<ClamdVerdict> {
-    const connection = this.open('INSTREAM');
-    control.cancel = () => connection.destroy();
-    try {
-      for (const piece of pieces) {
-        if (control.aborted) throw abortedError();
-        await connection.write(piece);
-      }
-      const blocked = connection.end();
-      if (blocked !== undefined) throw blocked;
-      return parseScanReply(await connection.readReply());
-    } finally {
-      control.cancel = undefined;
-      connection.destroy();
-    }
   }
 
   /** Ends idle sessions; scans under way finish, and their sessions close after. */

@@ -18,6 +18,16 @@ export class ClamdUnavailableError extends Error {
   }
 }
 
+/** A scan's state that abort() reaches: the connection or session command under way. */
+export interface ScanControl {
+  aborted: boolean;
+  cancel: (() => void) | undefined;
+}
+
+export function abortedError(): ClamdUnavailableError {
+  return new ClamdUnavailableError('scan aborted');
+}
+
 /** How long the client waits on clamd, per phase of a command. */
 export interface ClamdTimeouts {
   connectTimeoutMs: number;
